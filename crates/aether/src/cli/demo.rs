@@ -1,0 +1,67 @@
+//! `aether demo`: TPC-H generated in memory, the 22 queries, where each ran and how long
+//! it took. Needs no data and no GPU.
+
+use clap::Args;
+
+use super::{CommonArgs, format_ms};
+use crate::error::Result;
+use crate::tpch::{QUERY_NUMBERS, check_sf1_answer, register_tpch, run_query};
+
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// TPC-H scale factor (1 is about 1 GB of data; 0.1 runs in seconds).
+    #[arg(long, value_name = "SF", default_value_t = 0.1)]
+    sf: f64,
+    #[command(flatten)]
+    common: CommonArgs,
+}
+
+pub async fn run(args: DemoArgs) -> Result<()> {
+    let context = args.common.context()?;
+    eprintln!("Generating TPC-H at scale factor {} in memory...", args.sf);
+    let load = register_tpch(&context, args.sf)?;
+    eprintln!(
+        "Generated {} rows in {:.1} s.",
+        load.rows,
+        load.elapsed.as_secs_f64()
+    );
+    // The official answers exist for SF1 only; there every result is checked.
+    let check = args.sf == 1.0;
+    println!(
+        "{:<6} {:>8} {:>11}  {:<6}{}",
+        "query",
+        "rows",
+        "time (ms)",
+        "ran on",
+        if check { "  answer" } else { "" }
+    );
+    let mut total_ms = 0.0;
+    let mut mismatches = 0;
+    for n in QUERY_NUMBERS {
+        let run = run_query(&context, n, args.sf).await?;
+        let ms = run.elapsed.as_secs_f64() * 1e3;
+        total_ms += ms;
+        let verdict = match check.then(|| check_sf1_answer(n, &run.batches)) {
+            None => String::new(),
+            Some(Ok(())) => "  ok".to_string(),
+            Some(Err(why)) => {
+                mismatches += 1;
+                format!("  WRONG: {why}")
+            }
+        };
+        println!(
+            "{:<6} {:>8} {:>11}  {:<6}{verdict}",
+            format!("Q{n}"),
+            run.num_rows(),
+            format_ms(ms),
+            args.common.engine.label(),
+        );
+    }
+    println!("{:<6} {:>8} {:>11}", "total", "", format_ms(total_ms));
+    if mismatches > 0 {
+        return Err(crate::error::AetherError::Failed(format!(
+            "{mismatches} queries differ from the official TPC-H answers"
+        )));
+    }
+    Ok(())
+}

@@ -1,0 +1,98 @@
+//! The `aether` command line: argument definitions and dispatch to each subcommand.
+
+mod bench;
+mod datagen;
+mod demo;
+mod sql;
+
+use aether_exec::Engine;
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::context::{AetherContext, Setting};
+use crate::error::{AetherError, Result};
+
+/// GPU-accelerated Spark SQL on DataFusion.
+#[derive(Debug, Parser)]
+#[command(name = "aether", version, about, long_about = None)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Generate TPC-H in memory and run the 22 queries, showing where each one ran.
+    Demo(demo::DemoArgs),
+    /// Run SQL against the built-in TPC-H tables or Parquet, CSV and JSON files.
+    Sql(sql::SqlArgs),
+    /// Generate benchmark data as Parquet files.
+    Datagen(datagen::DatagenArgs),
+    /// Time benchmark queries: a warm-up, then several timed runs of each.
+    Bench(bench::BenchArgs),
+}
+
+/// The benchmarks Aether has built in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Benchmark {
+    /// TPC-H: eight tables, 22 queries.
+    Tpch,
+}
+
+/// Options every subcommand takes.
+#[derive(Debug, Args)]
+struct CommonArgs {
+    /// Set a configuration key (`aether.*`, `spark.rapids.*` or `datafusion.*`); repeatable.
+    #[arg(long = "conf", value_name = "KEY=VALUE")]
+    conf: Vec<Setting>,
+    /// Where queries run: cpu, gpu or auto.
+    #[arg(long, value_name = "ENGINE", default_value = "cpu")]
+    engine: Engine,
+}
+
+impl CommonArgs {
+    /// A context with these settings, after checking the engine can run here.
+    fn context(&self) -> Result<AetherContext> {
+        self.engine.ensure_available().map_err(AetherError::Usage)?;
+        let (context, notices) = AetherContext::with_settings(&self.conf)?;
+        for notice in notices {
+            eprintln!("{notice}");
+        }
+        Ok(context)
+    }
+}
+
+impl Cli {
+    /// Runs the parsed command.
+    pub async fn run(self) -> Result<()> {
+        match self.command {
+            Command::Demo(args) => demo::run(args).await,
+            Command::Sql(args) => sql::run(args).await,
+            Command::Datagen(args) => datagen::run(args).await,
+            Command::Bench(args) => bench::run(args).await,
+        }
+    }
+}
+
+/// Writes to standard output; a closed pipe (`aether sql ... | head`) ends output
+/// quietly instead of failing.
+fn ignore_broken_pipe(result: Result<()>) -> Result<()> {
+    match result {
+        Err(AetherError::Output { source, .. })
+            if source.kind() == std::io::ErrorKind::BrokenPipe =>
+        {
+            Ok(())
+        }
+        other => other,
+    }
+}
+
+/// Milliseconds with a precision that suits the value.
+fn format_ms(ms: f64) -> String {
+    if ms >= 100.0 {
+        format!("{ms:.0}")
+    } else if ms >= 10.0 {
+        format!("{ms:.1}")
+    } else {
+        format!("{ms:.2}")
+    }
+}
