@@ -9,8 +9,9 @@ use crate::tpch::{QUERY_NUMBERS, check_sf1_answer, register_tpch, run_query};
 
 #[derive(Debug, Args)]
 pub struct DemoArgs {
-    /// TPC-H scale factor (1 is about 1 GB of data; 0.1 runs in seconds).
-    #[arg(long, value_name = "SF", default_value_t = 0.1)]
+    /// TPC-H scale factor (1 is about 1 GB of data). At 1, the default, every result is
+    /// checked against the official answers.
+    #[arg(long, value_name = "SF", default_value_t = 1.0)]
     sf: f64,
     #[command(flatten)]
     common: CommonArgs,
@@ -27,7 +28,7 @@ pub async fn run(args: DemoArgs) -> Result<()> {
     );
     // The official answers exist for SF1 only; there every result is checked.
     let check = args.sf == 1.0;
-    println!(
+    let header = format!(
         "{:<6} {:>8} {:>11}  {:<6}{}",
         "query",
         "rows",
@@ -35,6 +36,7 @@ pub async fn run(args: DemoArgs) -> Result<()> {
         "ran on",
         if check { "  answer" } else { "" }
     );
+    println!("{}", header.trim_end());
     let mut total_ms = 0.0;
     let mut mismatches = 0;
     for n in QUERY_NUMBERS {
@@ -49,13 +51,14 @@ pub async fn run(args: DemoArgs) -> Result<()> {
                 format!("  WRONG: {why}")
             }
         };
-        println!(
+        let line = format!(
             "{:<6} {:>8} {:>11}  {:<6}{verdict}",
             format!("Q{n}"),
             run.num_rows(),
             format_ms(ms),
             args.common.engine.label(),
         );
+        println!("{}", line.trim_end());
     }
     println!("{:<6} {:>8} {:>11}", "total", "", format_ms(total_ms));
     if mismatches > 0 {
