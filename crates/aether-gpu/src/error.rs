@@ -1,12 +1,29 @@
 //! The error type of device operations.
 
+use std::path::PathBuf;
+
+use cudarc::driver::DriverError;
+
 /// An error from the GPU runtime. Every message names the GPU, so a user reading it
-/// knows the device (not the host) ran out or failed.
+/// knows the device (not the host) failed, and most say what to do about it.
 #[derive(Debug, thiserror::Error)]
 pub enum DeviceError {
     /// No usable GPU: no driver, no device, or no NVRTC; queries run on the CPU.
     #[error("no GPU: running on CPU because {0}")]
     Unavailable(String),
+    /// A CUDA driver call failed.
+    #[error("GPU driver error while {context}: {source}")]
+    Driver {
+        context: &'static str,
+        source: DriverError,
+    },
+    /// NVRTC rejected a kernel; the log is the compiler's.
+    #[error("GPU kernel '{kernel}' failed to compile for {arch}: {log}")]
+    Compile {
+        kernel: String,
+        arch: String,
+        log: String,
+    },
     /// The device memory budget cannot hold an allocation.
     #[error(
         "GPU out of memory: {requested} bytes requested, {available} of the {budget}-byte GPU budget free; \
@@ -17,6 +34,19 @@ pub enum DeviceError {
         available: u64,
         budget: u64,
     },
+    /// The on-disk GPU kernel cache could not be written.
+    #[error("GPU kernel cache at {}: {source}", path.display())]
+    Cache {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+impl DeviceError {
+    /// Wraps a driver error with what was being done.
+    pub fn driver(context: &'static str) -> impl FnOnce(DriverError) -> Self {
+        move |source| Self::Driver { context, source }
+    }
 }
 
 #[cfg(test)]
@@ -36,5 +66,15 @@ mod tests {
             budget: 100,
         };
         assert!(oom.to_string().starts_with("GPU out of memory"));
+        let compile = DeviceError::Compile {
+            kernel: "k".into(),
+            arch: "sm_90".into(),
+            log: "error: expected ';'".into(),
+        };
+        assert!(
+            compile
+                .to_string()
+                .starts_with("GPU kernel 'k' failed to compile")
+        );
     }
 }

@@ -1,14 +1,20 @@
 //! Aether's CUDA runtime.
 //!
-//! This crate will own everything that touches the device: discovery through `cudarc`
-//! with dynamic loading (so one binary runs with and without a GPU), NVRTC kernel
-//! compilation and its cache, the device memory pool and budget, pinned staging, and
-//! `DeviceColumn` / `DeviceBatch` in Arrow layout with transfers both ways.
+//! Everything that touches the device lives here: discovery through `cudarc` with
+//! dynamic loading (one binary runs with and without a GPU), NVRTC kernel compilation
+//! to CUBIN and its cache, and the measurements and self-test `aether doctor` reports.
+//! Device memory, pinned staging and Arrow-layout device batches join as the GPU
+//! operators land (see docs/status.md).
 //!
 //! It deliberately does not depend on DataFusion, so its tests build quickly and it can
-//! be embedded on its own. The first piece is [`DeviceError`], the one error type every
-//! device operation returns.
+//! be embedded on its own.
 
+pub mod compile;
+pub mod device;
+pub mod doctor;
 mod error;
+pub mod kernel_cache;
 
+pub use device::{DeviceInfo, GpuDevice, shared_device};
 pub use error::DeviceError;
+pub use kernel_cache::{CacheStats, CubinSource, KernelCache, KernelKey};

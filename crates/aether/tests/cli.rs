@@ -79,7 +79,7 @@ fn demo_runs_all_22_queries_and_says_where() {
         );
     }
     assert!(out.contains("ran on"), "{out}");
-    assert_eq!(out.matches(" CPU").count(), 22, "{out}");
+    assert_eq!(out.matches(" CPU\n").count(), 22, "{out}");
     assert!(out.contains("\ntotal "), "{out}");
 }
 
@@ -380,4 +380,22 @@ fn conf_sets_datafusion_keys_too() {
          where name = 'datafusion.execution.batch_size'",
     ]);
     assert_eq!(out, "v\n1024\n");
+}
+
+#[test]
+fn doctor_says_what_gpu_it_sees_or_why_there_is_none() {
+    let out = ok(&[
+        "doctor",
+        "--selftest-rows",
+        "100000",
+        "--copy-bytes",
+        "16777216",
+    ]);
+    assert!(out.starts_with("host:"), "{out}");
+    let no_gpu = out.contains("GPU:        no GPU: running on CPU because ");
+    let passed = out.contains("self-test:  PASS");
+    assert!(
+        no_gpu != passed,
+        "expected exactly one of the no-GPU line and a passing self-test:\n{out}"
+    );
 }

@@ -3,6 +3,7 @@
 mod bench;
 mod datagen;
 mod demo;
+mod doctor;
 mod sql;
 
 use aether_exec::Engine;
@@ -29,6 +30,8 @@ enum Command {
     Datagen(datagen::DatagenArgs),
     /// Time benchmark queries: a warm-up, then several timed runs of each.
     Bench(bench::BenchArgs),
+    /// Check the GPU: driver, memory, measured bandwidth, kernel cache and a self-test.
+    Doctor(doctor::DoctorArgs),
 }
 
 /// The benchmarks Aether has built in.
@@ -69,6 +72,7 @@ impl Cli {
             Command::Sql(args) => sql::run(args).await,
             Command::Datagen(args) => datagen::run(args).await,
             Command::Bench(args) => bench::run(args).await,
+            Command::Doctor(args) => doctor::run(args).await,
         }
     }
 }

@@ -1,0 +1,198 @@
+//! Finding the GPU and holding what every device operation needs: the CUDA context, the
+//! stream Aether orders its work on, the device's properties and the kernel cache.
+//!
+//! CUDA is loaded dynamically: on a machine without a driver, a GPU or NVRTC,
+//! [`GpuDevice::discover`] returns [`DeviceError::Unavailable`] with the reason, and
+//! nothing panics. [`shared_device`] discovers once per process, so the "no GPU" notice
+//! is said once.
+
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
+
+use cudarc::driver::sys::CUdevice_attribute;
+use cudarc::driver::{CudaContext, CudaFunction, CudaStream, result as driver};
+use cudarc::nvrtc::Ptx;
+
+use crate::compile::{compile_cubin, nvrtc_version};
+use crate::error::DeviceError;
+use crate::kernel_cache::{CubinSource, KernelCache, KernelKey};
+
+/// What a GPU is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeviceInfo {
+    pub ordinal: usize,
+    pub name: String,
+    /// Compute capability, such as (9, 0) for the H100 and H200.
+    pub compute_capability: (i32, i32),
+    pub multiprocessors: i32,
+    pub total_memory: usize,
+    pub free_memory: usize,
+    /// The driver's CUDA version as CUDA encodes it: 13000 is 13.0.
+    pub driver_version: i32,
+    pub nvrtc_version: (i32, i32),
+}
+
+impl DeviceInfo {
+    /// The architecture kernels are compiled for, such as `sm_90`.
+    pub fn arch(&self) -> String {
+        format!(
+            "sm_{}{}",
+            self.compute_capability.0, self.compute_capability.1
+        )
+    }
+
+    /// The driver's CUDA version as text, such as `13.0`.
+    pub fn driver_version_text(&self) -> String {
+        format!(
+            "{}.{}",
+            self.driver_version / 1000,
+            (self.driver_version % 1000) / 10
+        )
+    }
+}
+
+/// An open GPU.
+#[derive(Debug)]
+pub struct GpuDevice {
+    context: Arc<CudaContext>,
+    stream: Arc<CudaStream>,
+    info: DeviceInfo,
+    kernels: KernelCache,
+}
+
+/// Says why CUDA cannot be used here, or `None` when the libraries are present.
+fn missing_libraries() -> Option<String> {
+    // SAFETY: `is_culib_present` only tries to open the shared library by name; it
+    // calls nothing in it.
+    if !unsafe { cudarc::driver::sys::is_culib_present() } {
+        return Some("no NVIDIA driver was found (libcuda.so could not be loaded)".into());
+    }
+    // SAFETY: as above, for NVRTC.
+    if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
+        return Some(
+            "NVRTC (libnvrtc.so), which compiles Aether's kernels, was not found; \
+             install the CUDA toolkit's NVRTC or add its lib directory to LD_LIBRARY_PATH"
+                .into(),
+        );
+    }
+    None
+}
+
+impl GpuDevice {
+    /// Opens GPU `ordinal` with kernels cached in `kernel_cache_dir` (`None`: memory only).
+    pub fn discover(
+        ordinal: usize,
+        kernel_cache_dir: Option<PathBuf>,
+    ) -> Result<Self, DeviceError> {
+        if let Some(reason) = missing_libraries() {
+            return Err(DeviceError::Unavailable(reason));
+        }
+        let unavailable = |what: &str| {
+            let what = what.to_string();
+            move |e: cudarc::driver::DriverError| DeviceError::Unavailable(format!("{what} ({e})"))
+        };
+        driver::init().map_err(unavailable("the NVIDIA driver failed to start"))?;
+        let count = CudaContext::device_count()
+            .map_err(unavailable("the NVIDIA driver could not count GPUs"))?;
+        if count <= 0 {
+            return Err(DeviceError::Unavailable(
+                "the NVIDIA driver found no GPU".into(),
+            ));
+        }
+        if ordinal >= count as usize {
+            return Err(DeviceError::Unavailable(format!(
+                "GPU {ordinal} was asked for but only {count} exist"
+            )));
+        }
+        let context = CudaContext::new(ordinal)
+            .map_err(unavailable("the GPU context could not be created"))?;
+        // SAFETY: Aether orders all its work on its own stream and synchronizes where
+        // results cross to the host, so cudarc's per-slice event tracking (two events
+        // recorded per launch) is redundant; it is disabled before any allocation.
+        unsafe { context.disable_event_tracking() };
+        let stream = context
+            .new_stream()
+            .map_err(DeviceError::driver("creating a stream"))?;
+        let (free_memory, total_memory) = context
+            .mem_get_info()
+            .map_err(DeviceError::driver("reading GPU memory"))?;
+        let mut driver_version = 0;
+        // SAFETY: the pointer is to a live local; the driver is initialized above.
+        unsafe { cudarc::driver::sys::cuDriverGetVersion(&mut driver_version) }
+            .result()
+            .map_err(DeviceError::driver("reading the driver version"))?;
+        let info = DeviceInfo {
+            ordinal,
+            name: context
+                .name()
+                .map_err(DeviceError::driver("reading the GPU name"))?,
+            compute_capability: context
+                .compute_capability()
+                .map_err(DeviceError::driver("reading the compute capability"))?,
+            multiprocessors: context
+                .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+                .map_err(DeviceError::driver("reading the multiprocessor count"))?,
+            total_memory,
+            free_memory,
+            driver_version,
+            nvrtc_version: nvrtc_version()?,
+        };
+        Ok(Self {
+            context,
+            stream,
+            info,
+            kernels: KernelCache::new(kernel_cache_dir),
+        })
+    }
+
+    pub fn info(&self) -> &DeviceInfo {
+        &self.info
+    }
+
+    pub fn context(&self) -> &Arc<CudaContext> {
+        &self.context
+    }
+
+    /// The stream all of Aether's device work is ordered on.
+    pub fn stream(&self) -> &Arc<CudaStream> {
+        &self.stream
+    }
+
+    pub fn kernel_cache(&self) -> &KernelCache {
+        &self.kernels
+    }
+
+    /// Compiles (or finds in the cache) `source` and loads its function `entry`.
+    pub fn load_kernel(
+        &self,
+        source: &str,
+        entry: &str,
+    ) -> Result<(CudaFunction, CubinSource), DeviceError> {
+        let arch = self.info.arch();
+        let key = KernelKey::new(source, &arch, self.info.driver_version);
+        let (cubin, origin) = self
+            .kernels
+            .get_or_compile(key, || compile_cubin(source, entry, &arch))?;
+        let module = self
+            .context
+            .load_module(Ptx::from_binary(cubin.as_ref().clone()))
+            .map_err(DeviceError::driver("loading a compiled kernel"))?;
+        let function = module
+            .load_function(entry)
+            .map_err(DeviceError::driver("finding a kernel's entry point"))?;
+        Ok((function, origin))
+    }
+}
+
+static SHARED: OnceLock<Result<Arc<GpuDevice>, DeviceError>> = OnceLock::new();
+
+/// The process's GPU (ordinal 0), discovered on first use with kernels cached in
+/// `kernel_cache_dir` (the first caller's choice holds for the process).
+pub fn shared_device(
+    kernel_cache_dir: Option<PathBuf>,
+) -> Result<Arc<GpuDevice>, &'static DeviceError> {
+    SHARED
+        .get_or_init(|| GpuDevice::discover(0, kernel_cache_dir).map(Arc::new))
+        .as_ref()
+        .map(Arc::clone)
+}
