@@ -16,6 +16,36 @@ use cudarc::nvrtc::Ptx;
 use crate::compile::{compile_cubin, nvrtc_version};
 use crate::error::DeviceError;
 use crate::kernel_cache::{CubinSource, KernelCache, KernelKey};
+use crate::memory::MemoryBudget;
+use crate::staging::StagingPool;
+
+/// How to open a device.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DeviceOptions {
+    /// Where compiled kernels are kept; `None` keeps them in memory only.
+    pub kernel_cache_dir: Option<PathBuf>,
+    /// Share of free device memory the budget may use (`aether.gpu.memory.allocFraction`).
+    pub alloc_fraction: f64,
+    /// Bytes left outside the budget (`aether.gpu.memory.reserveBytes`).
+    pub reserve_bytes: u64,
+    /// Pinned staging chunks and their size: uploads stream through them.
+    pub staging_chunks: usize,
+    pub staging_chunk_bytes: usize,
+}
+
+impl Default for DeviceOptions {
+    fn default() -> Self {
+        Self {
+            kernel_cache_dir: KernelCache::default_dir(),
+            alloc_fraction: 0.9,
+            reserve_bytes: 640 << 20,
+            // 4 x 64 MiB: pinned once in about 0.1 s (0.45 s per GiB, GPU.md); each
+            // chunk takes about 1.2 ms to cross PCIe, long enough to hide a parallel fill.
+            staging_chunks: 4,
+            staging_chunk_bytes: 64 << 20,
+        }
+    }
+}
 
 /// What a GPU is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -58,6 +88,8 @@ pub struct GpuDevice {
     stream: Arc<CudaStream>,
     info: DeviceInfo,
     kernels: KernelCache,
+    memory: Arc<MemoryBudget>,
+    staging: StagingPool,
 }
 
 /// Says why CUDA cannot be used here, or `None` when the libraries are present.
@@ -79,11 +111,8 @@ fn missing_libraries() -> Option<String> {
 }
 
 impl GpuDevice {
-    /// Opens GPU `ordinal` with kernels cached in `kernel_cache_dir` (`None`: memory only).
-    pub fn discover(
-        ordinal: usize,
-        kernel_cache_dir: Option<PathBuf>,
-    ) -> Result<Self, DeviceError> {
+    /// Opens GPU `ordinal`.
+    pub fn discover(ordinal: usize, options: &DeviceOptions) -> Result<Self, DeviceError> {
         if let Some(reason) = missing_libraries() {
             return Err(DeviceError::Unavailable(reason));
         }
@@ -113,6 +142,7 @@ impl GpuDevice {
         let stream = context
             .new_stream()
             .map_err(DeviceError::driver("creating a stream"))?;
+        keep_freed_memory_pooled(&context)?;
         let (free_memory, total_memory) = context
             .mem_get_info()
             .map_err(DeviceError::driver("reading GPU memory"))?;
@@ -137,11 +167,19 @@ impl GpuDevice {
             driver_version,
             nvrtc_version: nvrtc_version()?,
         };
+        let memory = MemoryBudget::for_device(
+            free_memory as u64,
+            options.alloc_fraction,
+            options.reserve_bytes,
+        );
+        let staging = StagingPool::new(options.staging_chunks, options.staging_chunk_bytes)?;
         Ok(Self {
             context,
             stream,
             info,
-            kernels: KernelCache::new(kernel_cache_dir),
+            kernels: KernelCache::new(options.kernel_cache_dir.clone()),
+            memory,
+            staging,
         })
     }
 
@@ -160,6 +198,16 @@ impl GpuDevice {
 
     pub fn kernel_cache(&self) -> &KernelCache {
         &self.kernels
+    }
+
+    /// The byte budget every device allocation reserves from.
+    pub fn memory(&self) -> &Arc<MemoryBudget> {
+        &self.memory
+    }
+
+    /// The pinned host chunks uploads stream through.
+    pub fn staging(&self) -> &StagingPool {
+        &self.staging
     }
 
     /// Compiles (or finds in the cache) `source` and loads its function `entry`.
@@ -184,15 +232,39 @@ impl GpuDevice {
     }
 }
 
+/// Raises the device memory pool's release threshold so memory freed by one batch is
+/// reused by the next instead of going back to the driver at every synchronization.
+fn keep_freed_memory_pooled(context: &CudaContext) -> Result<(), DeviceError> {
+    use cudarc::driver::sys;
+    let mut pool = std::mem::MaybeUninit::<sys::CUmemoryPool>::uninit();
+    // SAFETY: `pool` is written by the driver before it is read; the device handle is
+    // the live context's.
+    unsafe { sys::cuDeviceGetDefaultMemPool(pool.as_mut_ptr(), context.cu_device()) }
+        .result()
+        .map_err(DeviceError::driver("finding the GPU memory pool"))?;
+    // SAFETY: initialized by the successful call above.
+    let pool = unsafe { pool.assume_init() };
+    let mut threshold = u64::MAX;
+    // SAFETY: the release threshold attribute takes a pointer to a u64, which
+    // `threshold` is, alive for the call.
+    unsafe {
+        sys::cuMemPoolSetAttribute(
+            pool,
+            sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+            (&mut threshold as *mut u64).cast(),
+        )
+    }
+    .result()
+    .map_err(DeviceError::driver("configuring the GPU memory pool"))
+}
+
 static SHARED: OnceLock<Result<Arc<GpuDevice>, DeviceError>> = OnceLock::new();
 
-/// The process's GPU (ordinal 0), discovered on first use with kernels cached in
-/// `kernel_cache_dir` (the first caller's choice holds for the process).
-pub fn shared_device(
-    kernel_cache_dir: Option<PathBuf>,
-) -> Result<Arc<GpuDevice>, &'static DeviceError> {
+/// The process's GPU (ordinal 0), opened on first use with `options` (the first
+/// caller's options hold for the process).
+pub fn shared_device(options: &DeviceOptions) -> Result<Arc<GpuDevice>, &'static DeviceError> {
     SHARED
-        .get_or_init(|| GpuDevice::discover(0, kernel_cache_dir).map(Arc::new))
+        .get_or_init(|| GpuDevice::discover(0, options).map(Arc::new))
         .as_ref()
         .map(Arc::clone)
 }

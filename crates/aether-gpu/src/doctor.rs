@@ -8,11 +8,12 @@
 use std::time::Instant;
 
 use cudarc::driver::sys::CUevent_flags;
-use cudarc::driver::{CudaEvent, LaunchConfig, PushKernelArg, result as driver};
+use cudarc::driver::{CudaEvent, LaunchConfig, PushKernelArg};
 
 use crate::device::GpuDevice;
 use crate::error::DeviceError;
 use crate::kernel_cache::CubinSource;
+use crate::staging::PinnedBuffer;
 
 /// The self-test kernel's source, compiled at run time like every Aether kernel.
 pub const SELFTEST_SOURCE: &str = include_str!("../kernels/selftest.cu");
@@ -24,40 +25,12 @@ pub struct Bandwidth {
     pub bytes: usize,
     pub host_to_device: f64,
     pub device_to_host: f64,
+    /// Host-to-device from ordinary (pageable) memory, straight and through the pinned
+    /// staging pool: what uploads of Arrow buffers get.
+    pub pageable_to_device: f64,
+    pub staged_to_device: f64,
     /// Device-to-device copy, counting bytes read plus bytes written.
     pub device_copy: f64,
-}
-
-/// Host memory allocated pinned (page-locked), freed on drop.
-struct PinnedBuffer {
-    ptr: *mut u8,
-    len: usize,
-}
-
-impl PinnedBuffer {
-    fn new(len: usize) -> Result<Self, DeviceError> {
-        // SAFETY: flags 0 asks for plain pinned memory; the pointer is owned by this
-        // value and freed once, in `drop`.
-        let ptr = unsafe { driver::malloc_host(len, 0) }
-            .map_err(DeviceError::driver("allocating pinned host memory"))?;
-        Ok(Self {
-            ptr: ptr.cast(),
-            len,
-        })
-    }
-
-    fn as_mut_slice(&mut self) -> &mut [u8] {
-        // SAFETY: `ptr` points to `len` bytes allocated in `new`, alive until drop, and
-        // `&mut self` makes this the only reference.
-        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
-    }
-}
-
-impl Drop for PinnedBuffer {
-    fn drop(&mut self) {
-        // SAFETY: `ptr` came from `malloc_host` and is freed only here.
-        let _ = unsafe { driver::free_host(self.ptr.cast()) };
-    }
 }
 
 fn timing_event(device: &GpuDevice) -> Result<CudaEvent, DeviceError> {
@@ -128,10 +101,24 @@ pub fn measure_bandwidth(device: &GpuDevice, bytes: usize) -> Result<Bandwidth, 
     })?;
     let device_copy = (2 * bytes * REPEATS) as f64 / seconds / 1e9;
 
+    let pageable: Vec<u8> = (0..bytes).map(|i| (i % 253) as u8).collect();
+    let seconds = time_copies(device, REPEATS, || {
+        stream
+            .memcpy_htod(&pageable, &mut first)
+            .map_err(DeviceError::driver("copying to the GPU"))
+    })?;
+    let pageable_to_device = (bytes * REPEATS) as f64 / seconds / 1e9;
+    let seconds = time_copies(device, REPEATS, || {
+        device.staging().upload(stream, &pageable, &mut first)
+    })?;
+    let staged_to_device = (bytes * REPEATS) as f64 / seconds / 1e9;
+
     Ok(Bandwidth {
         bytes,
         host_to_device,
         device_to_host,
+        pageable_to_device,
+        staged_to_device,
         device_copy,
     })
 }

@@ -34,6 +34,9 @@ pub enum DeviceError {
         available: u64,
         budget: u64,
     },
+    /// A column cannot take a GPU layout (unsupported type, too large).
+    #[error("GPU column layout: {0}")]
+    Layout(#[from] crate::layout::LayoutError),
     /// The on-disk GPU kernel cache could not be written.
     #[error("GPU kernel cache at {}: {source}", path.display())]
     Cache {

@@ -2,19 +2,26 @@
 //!
 //! Everything that touches the device lives here: discovery through `cudarc` with
 //! dynamic loading (one binary runs with and without a GPU), NVRTC kernel compilation
-//! to CUBIN and its cache, and the measurements and self-test `aether doctor` reports.
-//! Device memory, pinned staging and Arrow-layout device batches join as the GPU
-//! operators land (see docs/status.md).
+//! to CUBIN and its cache, the device memory budget, pinned staging, Arrow-layout
+//! device columns and batches with transfers both ways, and the measurements and
+//! self-test `aether doctor` reports.
 //!
 //! It deliberately does not depend on DataFusion, so its tests build quickly and it can
 //! be embedded on its own.
 
+pub mod column;
 pub mod compile;
 pub mod device;
 pub mod doctor;
 mod error;
 pub mod kernel_cache;
+pub mod layout;
+pub mod memory;
+pub mod staging;
 
-pub use device::{DeviceInfo, GpuDevice, shared_device};
+pub use column::{DeviceBatch, DeviceBuffer, DeviceColumn};
+pub use device::{DeviceInfo, DeviceOptions, GpuDevice, shared_device};
 pub use error::DeviceError;
 pub use kernel_cache::{CacheStats, CubinSource, KernelCache, KernelKey};
+pub use layout::{DeviceForm, HostColumn, LayoutError, LayoutOptions};
+pub use memory::{MemoryBudget, Reservation};

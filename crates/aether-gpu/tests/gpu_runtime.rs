@@ -6,22 +6,37 @@
 //! one-line reason instead.
 
 use aether_gpu::doctor::{measure_bandwidth, run_selftest};
-use aether_gpu::{CubinSource, DeviceError, GpuDevice};
+use aether_gpu::{CubinSource, DeviceError, DeviceOptions, GpuDevice};
 
 #[expect(
     clippy::panic,
     reason = "a test helper: no GPU means the test cannot run"
 )]
 fn gpu() -> GpuDevice {
-    match GpuDevice::discover(0, None) {
+    match GpuDevice::discover(0, &memory_only()) {
         Ok(device) => device,
         Err(e) => panic!("this test needs a GPU: {e}"),
     }
 }
 
+/// Device options that keep compiled kernels in memory, so tests leave no files behind.
+fn memory_only() -> DeviceOptions {
+    DeviceOptions {
+        kernel_cache_dir: None,
+        ..DeviceOptions::default()
+    }
+}
+
+fn cached_in(dir: &std::path::Path) -> DeviceOptions {
+    DeviceOptions {
+        kernel_cache_dir: Some(dir.to_path_buf()),
+        ..DeviceOptions::default()
+    }
+}
+
 #[test]
 fn discovery_never_panics() {
-    match GpuDevice::discover(0, None) {
+    match GpuDevice::discover(0, &memory_only()) {
         Ok(device) => {
             let info = device.info();
             assert!(!info.name.is_empty());
@@ -43,7 +58,7 @@ fn discovery_never_panics() {
 
 #[test]
 fn asking_for_a_gpu_that_does_not_exist_is_unavailable() {
-    let err = GpuDevice::discover(4096, None).unwrap_err();
+    let err = GpuDevice::discover(4096, &memory_only()).unwrap_err();
     assert!(matches!(err, DeviceError::Unavailable(_)), "{err}");
 }
 
@@ -71,7 +86,7 @@ fn selftest_matches_the_cpu_at_every_size() {
 fn kernels_compile_to_cubin_once_then_come_from_the_cache() {
     let dir = tempfile::tempdir().unwrap();
     let source = "extern \"C\" __global__ void twice(int* x) { x[threadIdx.x] *= 2; }";
-    let device = GpuDevice::discover(0, Some(dir.path().to_path_buf())).unwrap();
+    let device = GpuDevice::discover(0, &cached_in(dir.path())).unwrap();
     let (_, origin) = device.load_kernel(source, "twice").unwrap();
     assert_eq!(origin, CubinSource::Compiled);
     let (_, origin) = device.load_kernel(source, "twice").unwrap();
@@ -79,7 +94,7 @@ fn kernels_compile_to_cubin_once_then_come_from_the_cache() {
     drop(device);
 
     // A new device (as a new process would) finds the CUBIN on disk.
-    let device = GpuDevice::discover(0, Some(dir.path().to_path_buf())).unwrap();
+    let device = GpuDevice::discover(0, &cached_in(dir.path())).unwrap();
     let (_, origin) = device.load_kernel(source, "twice").unwrap();
     assert_eq!(origin, CubinSource::Disk);
     assert_eq!(device.kernel_cache().disk_usage().0, 1);

@@ -7,7 +7,7 @@
 use std::path::PathBuf;
 
 use aether_gpu::doctor::{measure_bandwidth, run_selftest};
-use aether_gpu::{DeviceError, GpuDevice, KernelCache};
+use aether_gpu::{DeviceError, DeviceOptions, GpuDevice, KernelCache};
 use clap::Args;
 
 use super::CommonArgs;
@@ -48,7 +48,13 @@ pub async fn run(args: DoctorArgs) -> Result<()> {
         std::env::consts::OS,
         std::env::consts::ARCH
     );
-    let device = match GpuDevice::discover(0, cache_dir.clone()) {
+    let options = DeviceOptions {
+        kernel_cache_dir: cache_dir.clone(),
+        alloc_fraction: config.gpu_memory_alloc_fraction,
+        reserve_bytes: config.gpu_memory_reserve_bytes,
+        ..DeviceOptions::default()
+    };
+    let device = match GpuDevice::discover(0, &options) {
         Ok(device) => device,
         Err(e @ DeviceError::Unavailable(_)) => {
             println!("GPU:        {e}");
@@ -73,6 +79,13 @@ pub async fn run(args: DoctorArgs) -> Result<()> {
         gib(info.total_memory),
         gib(info.free_memory)
     );
+    println!(
+        "budget:     {:.1} GiB for Aether (aether.gpu.memory.allocFraction {} of free memory after a {} MiB reserve); {} MiB pinned staging",
+        gib(device.memory().limit() as usize),
+        config.gpu_memory_alloc_fraction,
+        config.gpu_memory_reserve_bytes >> 20,
+        device.staging().pinned_bytes() >> 20
+    );
 
     let bandwidth = measure_bandwidth(&device, args.copy_bytes).map_err(gpu_error)?;
     println!(
@@ -80,6 +93,10 @@ pub async fn run(args: DoctorArgs) -> Result<()> {
         bandwidth.host_to_device,
         bandwidth.device_to_host,
         bandwidth.bytes >> 20
+    );
+    println!(
+        "uploads:    from pageable memory {:.1} GB/s direct, {:.1} GB/s through the pinned staging pool",
+        bandwidth.pageable_to_device, bandwidth.staged_to_device
     );
     println!(
         "GPU memory: device copy {:.0} GB/s (bytes read + written)",

@@ -1,0 +1,193 @@
+//! `DeviceColumn` and `DeviceBatch`: Arrow-layout columns resident on the GPU.
+//!
+//! # Device residency
+//! Upload prepares each column's buffers on the host ([`crate::layout`]) and copies them
+//! through the pinned staging pool; download copies them back and rebuilds the Arrow
+//! array of the original type. Between GPU operators a batch stays on the device.
+//!
+//! # Memory
+//! Every buffer holds a reservation from the device's [`crate::memory::MemoryBudget`]
+//! under the owner named at upload, released when the column is dropped.
+
+use std::sync::Arc;
+
+use arrow::array::{ArrayRef, RecordBatch, RecordBatchOptions};
+use arrow::buffer::{Buffer, MutableBuffer};
+use arrow::datatypes::{DataType, SchemaRef};
+use cudarc::driver::CudaSlice;
+
+use crate::device::GpuDevice;
+use crate::error::DeviceError;
+use crate::layout::{DeviceForm, HostColumn, LayoutOptions, from_device_layout, to_device_layout};
+use crate::memory::Reservation;
+
+/// Device memory with its share of the budget.
+#[derive(Debug)]
+pub struct DeviceBuffer {
+    slice: CudaSlice<u8>,
+    len: usize,
+    _reservation: Reservation,
+}
+
+impl DeviceBuffer {
+    /// Allocates `len` bytes (uninitialized) for `owner`.
+    pub fn alloc(device: &GpuDevice, owner: &str, len: usize) -> Result<Self, DeviceError> {
+        let reservation = device.memory().reserve(owner, len as u64)?;
+        // CUDA cannot allocate zero bytes; an empty buffer holds one unused byte.
+        // SAFETY: the bytes are uninitialized until written; callers write all `len`
+        // bytes (an upload) before any kernel or download reads them.
+        let slice = unsafe { device.stream().alloc::<u8>(len.max(1)) }
+            .map_err(DeviceError::driver("allocating GPU memory"))?;
+        Ok(Self {
+            slice,
+            len,
+            _reservation: reservation,
+        })
+    }
+
+    /// Copies `bytes` to a new device buffer through the pinned staging pool.
+    pub fn upload(device: &GpuDevice, owner: &str, bytes: &[u8]) -> Result<Self, DeviceError> {
+        let mut buffer = Self::alloc(device, owner, bytes.len())?;
+        device
+            .staging()
+            .upload(device.stream(), bytes, &mut buffer.slice)?;
+        Ok(buffer)
+    }
+
+    /// Copies the buffer back to the host.
+    pub fn download(&self, device: &GpuDevice) -> Result<Buffer, DeviceError> {
+        // Arrow's own allocation, so the bytes come back aligned for any value type
+        // (a `Vec<u8>` is only byte-aligned, which Arrow rejects for wider types).
+        let mut bytes = MutableBuffer::from_len_zeroed(self.len);
+        if self.len > 0 {
+            device
+                .stream()
+                .memcpy_dtoh(&self.slice.slice(..self.len), bytes.as_slice_mut())
+                .map_err(DeviceError::driver("copying from the GPU"))?;
+        }
+        Ok(bytes.into())
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The device memory, for kernel arguments.
+    pub fn slice(&self) -> &CudaSlice<u8> {
+        &self.slice
+    }
+}
+
+/// One column on the GPU, in the layout [`crate::layout`] describes.
+#[derive(Debug)]
+pub struct DeviceColumn {
+    pub data_type: DataType,
+    pub form: DeviceForm,
+    pub len: usize,
+    pub null_count: usize,
+    pub values: DeviceBuffer,
+    pub validity: Option<DeviceBuffer>,
+    pub offsets: Option<DeviceBuffer>,
+}
+
+impl DeviceColumn {
+    /// Uploads `array` for `owner`.
+    pub fn upload(
+        device: &GpuDevice,
+        owner: &str,
+        array: &ArrayRef,
+        options: &LayoutOptions,
+    ) -> Result<Self, DeviceError> {
+        let host = to_device_layout(array.as_ref(), options)?;
+        Self::upload_prepared(device, owner, &host)
+    }
+
+    fn upload_prepared(
+        device: &GpuDevice,
+        owner: &str,
+        host: &HostColumn,
+    ) -> Result<Self, DeviceError> {
+        let upload = |buffer: &Buffer| DeviceBuffer::upload(device, owner, buffer.as_slice());
+        Ok(Self {
+            data_type: host.data_type.clone(),
+            form: host.form.clone(),
+            len: host.len,
+            null_count: host.null_count,
+            values: upload(&host.values)?,
+            validity: host.validity.as_ref().map(upload).transpose()?,
+            offsets: host.offsets.as_ref().map(upload).transpose()?,
+        })
+    }
+
+    /// Copies the column back and rebuilds its Arrow array.
+    pub fn download(&self, device: &GpuDevice) -> Result<ArrayRef, DeviceError> {
+        let download = |buffer: &DeviceBuffer| buffer.download(device);
+        let host = HostColumn {
+            data_type: self.data_type.clone(),
+            form: self.form.clone(),
+            len: self.len,
+            null_count: self.null_count,
+            values: download(&self.values)?,
+            validity: self.validity.as_ref().map(download).transpose()?,
+            offsets: self.offsets.as_ref().map(download).transpose()?,
+        };
+        Ok(from_device_layout(host)?)
+    }
+
+    /// Bytes this column holds on the device.
+    pub fn device_bytes(&self) -> usize {
+        self.values.len()
+            + self.validity.as_ref().map_or(0, DeviceBuffer::len)
+            + self.offsets.as_ref().map_or(0, DeviceBuffer::len)
+    }
+}
+
+/// A batch of columns on the GPU, with the schema it returns to the host as.
+#[derive(Debug)]
+pub struct DeviceBatch {
+    pub schema: SchemaRef,
+    pub columns: Vec<DeviceColumn>,
+    pub num_rows: usize,
+}
+
+impl DeviceBatch {
+    /// Uploads every column of `batch` for `owner`.
+    pub fn upload(
+        device: &GpuDevice,
+        owner: &str,
+        batch: &RecordBatch,
+        options: &LayoutOptions,
+    ) -> Result<Self, DeviceError> {
+        let columns = batch
+            .columns()
+            .iter()
+            .map(|array| DeviceColumn::upload(device, owner, array, options))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Self {
+            schema: batch.schema(),
+            columns,
+            num_rows: batch.num_rows(),
+        })
+    }
+
+    /// Copies every column back and rebuilds the record batch.
+    pub fn download(&self, device: &GpuDevice) -> Result<RecordBatch, DeviceError> {
+        let columns = self
+            .columns
+            .iter()
+            .map(|column| column.download(device))
+            .collect::<Result<Vec<_>, _>>()?;
+        let options = RecordBatchOptions::new().with_row_count(Some(self.num_rows));
+        RecordBatch::try_new_with_options(Arc::clone(&self.schema), columns, &options)
+            .map_err(|e| DeviceError::Unavailable(format!("rebuilding a batch from the GPU: {e}")))
+    }
+
+    /// Bytes this batch holds on the device.
+    pub fn device_bytes(&self) -> usize {
+        self.columns.iter().map(DeviceColumn::device_bytes).sum()
+    }
+}

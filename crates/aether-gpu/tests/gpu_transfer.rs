@@ -1,0 +1,254 @@
+//! Arrow batches to the GPU and back: every supported type, with nulls, slices, empty
+//! and single-row batches, extreme values and long strings, must come back identical.
+//! Needs a GPU (`--include-ignored`); the layout logic alone is tested in CI by the
+//! `layout` unit tests.
+
+use std::sync::Arc;
+
+use aether_gpu::{DeviceBatch, DeviceOptions, GpuDevice, LayoutOptions};
+use arrow::array::{
+    ArrayRef, BooleanArray, Date32Array, Decimal128Array, Float32Array, Float64Array, Int8Array,
+    Int16Array, Int32Array, Int64Array, RecordBatch, StringArray, StringViewArray,
+    TimestampMicrosecondArray,
+};
+
+fn gpu() -> Option<GpuDevice> {
+    GpuDevice::discover(
+        0,
+        &DeviceOptions {
+            kernel_cache_dir: None,
+            ..DeviceOptions::default()
+        },
+    )
+    .ok()
+}
+
+/// A batch of every supported type, `rows` long, with nulls and edge values.
+#[expect(
+    clippy::unwrap_used,
+    reason = "a test helper building fixed, valid data"
+)]
+fn sample_batch(rows: usize, seed: u64) -> RecordBatch {
+    let mut state = seed | 1;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let mut nullable = |i: usize| (next() % 7 != 0 || i == 0).then_some(i);
+    let keep: Vec<Option<usize>> = (0..rows).map(&mut nullable).collect();
+    let pick = |i: usize, v: i64| keep[i].map(|_| v);
+    let long = "λ".repeat(3000);
+    let flags = ["A", "N", "R"];
+    let columns: Vec<(&str, ArrayRef)> = vec![
+        (
+            "i8",
+            Arc::new(
+                (0..rows)
+                    .map(|i| pick(i, i as i64 % 256 - 128).map(|v| v as i8))
+                    .collect::<Int8Array>(),
+            ),
+        ),
+        (
+            "i16",
+            Arc::new(
+                (0..rows)
+                    .map(|i| pick(i, -(i as i64)).map(|v| v as i16))
+                    .collect::<Int16Array>(),
+            ),
+        ),
+        (
+            "i32",
+            Arc::new(
+                (0..rows)
+                    .map(|i| pick(i, i as i64 * 7919).map(|v| v as i32))
+                    .collect::<Int32Array>(),
+            ),
+        ),
+        (
+            "i64",
+            Arc::new(
+                (0..rows)
+                    .map(|i| {
+                        pick(
+                            i,
+                            if i % 2 == 0 {
+                                i64::MAX - i as i64
+                            } else {
+                                i64::MIN + i as i64
+                            },
+                        )
+                    })
+                    .collect::<Int64Array>(),
+            ),
+        ),
+        (
+            "f32",
+            Arc::new(
+                (0..rows)
+                    .map(|i| pick(i, 0).map(|_| [f32::NAN, -0.0, f32::MIN_POSITIVE, 1.5][i % 4]))
+                    .collect::<Float32Array>(),
+            ),
+        ),
+        (
+            "f64",
+            Arc::new(
+                (0..rows)
+                    .map(|i| pick(i, 0).map(|_| [f64::INFINITY, -0.0, 1e-308, -2.5][i % 4]))
+                    .collect::<Float64Array>(),
+            ),
+        ),
+        (
+            "bool",
+            Arc::new(
+                (0..rows)
+                    .map(|i| pick(i, 0).map(|_| i % 3 == 0))
+                    .collect::<BooleanArray>(),
+            ),
+        ),
+        (
+            "date",
+            Arc::new(
+                (0..rows)
+                    .map(|i| pick(i, i as i64 - 719_162).map(|v| v as i32))
+                    .collect::<Date32Array>(),
+            ),
+        ),
+        (
+            "ts",
+            Arc::new(
+                (0..rows)
+                    .map(|i| pick(i, i as i64 * 1_000_003))
+                    .collect::<TimestampMicrosecondArray>()
+                    .with_timezone("UTC"),
+            ),
+        ),
+        (
+            "dec15",
+            Arc::new(
+                (0..rows)
+                    .map(|i| {
+                        pick(i, 0).map(|_| {
+                            (i as i128 * 104_729) % 1_000_000_000_000_000 - 500_000_000_000_000
+                        })
+                    })
+                    .collect::<Decimal128Array>()
+                    .with_precision_and_scale(15, 2)
+                    .unwrap(),
+            ),
+        ),
+        (
+            "dec38",
+            Arc::new(
+                (0..rows)
+                    .map(|i| {
+                        pick(i, 0).map(|_| {
+                            if i % 2 == 0 {
+                                i128::MAX / 1000
+                            } else {
+                                -(i as i128)
+                            }
+                        })
+                    })
+                    .collect::<Decimal128Array>()
+                    .with_precision_and_scale(38, 4)
+                    .unwrap(),
+            ),
+        ),
+        (
+            "utf8",
+            Arc::new(
+                (0..rows)
+                    .map(|i| {
+                        pick(i, 0).map(|_| {
+                            if i % 5 == 0 {
+                                long.clone()
+                            } else {
+                                format!("row {i}")
+                            }
+                        })
+                    })
+                    .collect::<StringArray>(),
+            ),
+        ),
+        (
+            "view",
+            Arc::new(
+                (0..rows)
+                    .map(|i| {
+                        pick(i, 0).map(|_| {
+                            if i % 11 == 0 {
+                                String::new()
+                            } else {
+                                format!("Customer#{i:09}")
+                            }
+                        })
+                    })
+                    .collect::<StringViewArray>(),
+            ),
+        ),
+        (
+            "flag",
+            Arc::new(
+                (0..rows)
+                    .map(|i| pick(i, 0).map(|_| flags[i % 3]))
+                    .collect::<StringViewArray>(),
+            ),
+        ),
+    ];
+    RecordBatch::try_from_iter(columns).unwrap()
+}
+
+#[test]
+#[ignore = "needs a GPU"]
+fn batches_round_trip_through_the_gpu() {
+    let device = gpu().expect("this test needs a GPU");
+    let options = LayoutOptions::default();
+    for rows in [0, 1, 2, 1000, 1 << 20] {
+        let batch = sample_batch(rows, 42 + rows as u64);
+        let on_gpu = DeviceBatch::upload(&device, "test", &batch, &options).unwrap();
+        assert!(device.memory().used() >= on_gpu.device_bytes() as u64);
+        let back = on_gpu.download(&device).unwrap();
+        assert_eq!(back.schema(), batch.schema(), "{rows} rows");
+        for (i, (got, want)) in back.columns().iter().zip(batch.columns()).enumerate() {
+            assert_eq!(
+                got.to_data(),
+                want.to_data(),
+                "{rows} rows, column {}",
+                batch.schema().field(i).name()
+            );
+        }
+        // Slices at odd offsets exercise the bitmap realignment.
+        if rows > 3 {
+            let slice = batch.slice(3, rows - 3);
+            let back = DeviceBatch::upload(&device, "test", &slice, &options)
+                .unwrap()
+                .download(&device)
+                .unwrap();
+            for (got, want) in back.columns().iter().zip(slice.columns()) {
+                assert_eq!(got.to_data(), want.to_data());
+            }
+        }
+        drop(on_gpu);
+    }
+    assert_eq!(device.memory().used(), 0, "every reservation was released");
+}
+
+#[test]
+#[ignore = "needs a GPU"]
+fn uploads_beyond_the_budget_fail_with_a_gpu_out_of_memory_error() {
+    let device = GpuDevice::discover(
+        0,
+        &DeviceOptions {
+            kernel_cache_dir: None,
+            alloc_fraction: 1e-9,
+            ..DeviceOptions::default()
+        },
+    )
+    .expect("this test needs a GPU");
+    let batch = sample_batch(100_000, 7);
+    let err = DeviceBatch::upload(&device, "scan", &batch, &LayoutOptions::default()).unwrap_err();
+    assert!(err.to_string().starts_with("GPU out of memory"), "{err}");
+    assert_eq!(device.memory().used(), 0);
+}
