@@ -10,13 +10,17 @@ use cudarc::nvrtc::{result as nvrtc, sys};
 
 use crate::error::DeviceError;
 
-/// The NVRTC options every kernel is built with. No fast-math: results must match
-/// the CPU's (IEEE division, square root and denormals).
+/// The NVRTC options every kernel is built with. Results must equal the CPU's, so no
+/// fast-math (IEEE division, square root and denormals stay) and no fused multiply-add
+/// contraction (`x * y + z` rounded once would differ from the CPU's two roundings).
 fn options(arch: &str) -> Vec<String> {
     vec![
         format!("--gpu-architecture={arch}"),
         "--std=c++17".to_string(),
         "--device-as-default-execution-space".to_string(),
+        "--fmad=false".to_string(),
+        // Decimals wider than 18 digits are 128-bit integers on the device.
+        "--device-int128".to_string(),
     ]
 }
 

@@ -15,6 +15,7 @@ pub mod device;
 pub mod doctor;
 mod error;
 pub mod kernel_cache;
+pub mod launch;
 pub mod layout;
 pub mod memory;
 pub mod staging;

@@ -1,0 +1,489 @@
+//! Translates DataFusion `PhysicalExpr` trees into CUDA C statements.
+//!
+//! Each expression node becomes two local variables per row: `xN`, its value, and
+//! `vN`, whether it is valid (not NULL). Semantics follow DataFusion and Arrow exactly:
+//! integer arithmetic wraps (done in unsigned types, since signed overflow is undefined
+//! in C), float comparisons treat NaN as equal to itself and greater than every number
+//! while -0.0 equals 0.0 (Arrow's comparison kernels), AND/OR/NOT follow SQL's
+//! three-valued logic, and decimals are scaled integers whose result scales must match
+//! the types DataFusion assigned. Anything else is refused with a reason; every reason
+//! in the tree is collected, not just the first.
+
+use std::sync::Arc;
+
+use datafusion::arrow::datatypes::Schema;
+use datafusion::logical_expr::Operator;
+use datafusion::physical_expr::PhysicalExpr;
+use datafusion::physical_expr::expressions::{
+    BinaryExpr, CastExpr, Column, InListExpr, IsNotNullExpr, IsNullExpr, Literal, NegativeExpr,
+    NotExpr,
+};
+use datafusion::scalar::ScalarValue;
+
+use super::types::CudaType;
+use crate::reason::{PlacementReason, ReasonCode};
+
+/// A compiled sub-expression: the variables holding its value and validity.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Value {
+    pub value: String,
+    pub valid: String,
+    pub ty: CudaType,
+}
+
+/// Accumulates the statements of one kernel body.
+#[derive(Debug)]
+pub struct ExprCompiler<'a> {
+    schema: &'a Schema,
+    body: String,
+    next: usize,
+    reasons: Vec<PlacementReason>,
+}
+
+fn unsupported(message: String) -> PlacementReason {
+    PlacementReason::new(ReasonCode::UnsupportedExpression, message)
+}
+
+/// A C literal for an `i64`, valid for `i64::MIN` too.
+fn int_literal(v: i64) -> String {
+    if v == i64::MIN {
+        "(-9223372036854775807LL - 1LL)".to_string()
+    } else {
+        format!("{v}LL")
+    }
+}
+
+/// A C literal for an `i128`, built from its two 64-bit halves.
+fn int128_literal(v: i128) -> String {
+    let high = (v >> 64) as u64;
+    let low = v as u64;
+    format!("((__int128)((((unsigned __int128){high}ULL) << 64) | (unsigned __int128){low}ULL))")
+}
+
+impl<'a> ExprCompiler<'a> {
+    pub fn new(schema: &'a Schema) -> Self {
+        Self {
+            schema,
+            body: String::new(),
+            next: 0,
+            reasons: Vec::new(),
+        }
+    }
+
+    /// The statements emitted so far.
+    pub fn body(&self) -> &str {
+        &self.body
+    }
+
+    /// Every reason found so far that the expression cannot run on the GPU.
+    pub fn reasons(&self) -> &[PlacementReason] {
+        &self.reasons
+    }
+
+    fn refuse(&mut self, reason: PlacementReason) -> Option<Value> {
+        if !self.reasons.contains(&reason) {
+            self.reasons.push(reason);
+        }
+        None
+    }
+
+    /// Declares a new value: `const T xN = value; const bool vN = valid;`.
+    fn emit(&mut self, ty: CudaType, value: &str, valid: &str) -> Value {
+        let n = self.next;
+        self.next += 1;
+        self.body.push_str(&format!(
+            "        const bool v{n} = {valid};\n        const {} x{n} = {value};\n",
+            ty.c_name()
+        ));
+        Value {
+            value: format!("x{n}"),
+            valid: format!("v{n}"),
+            ty,
+        }
+    }
+
+    /// Compiles `expr`; `None` when it (or a child) is unsupported, with the reasons
+    /// recorded.
+    pub fn compile(&mut self, expr: &Arc<dyn PhysicalExpr>) -> Option<Value> {
+        let any: &dyn PhysicalExpr = expr.as_ref();
+        if let Some(column) = any.downcast_ref::<Column>() {
+            return self.column(column);
+        }
+        if let Some(literal) = any.downcast_ref::<Literal>() {
+            return self.literal(literal.value());
+        }
+        if let Some(binary) = any.downcast_ref::<BinaryExpr>() {
+            return self.binary(expr, binary);
+        }
+        if let Some(not) = any.downcast_ref::<NotExpr>() {
+            let arg = self.compile(not.arg())?;
+            if arg.ty != CudaType::Bool {
+                return self.refuse(unsupported(format!("NOT of a non-boolean: {expr}")));
+            }
+            return Some(self.emit(CudaType::Bool, &format!("!{}", arg.value), &arg.valid));
+        }
+        if let Some(is_null) = any.downcast_ref::<IsNullExpr>() {
+            let arg = self.compile(is_null.arg())?;
+            return Some(self.emit(CudaType::Bool, &format!("!{}", arg.valid), "true"));
+        }
+        if let Some(is_not_null) = any.downcast_ref::<IsNotNullExpr>() {
+            let arg = self.compile(is_not_null.arg())?;
+            return Some(self.emit(CudaType::Bool, &arg.valid, "true"));
+        }
+        if let Some(negative) = any.downcast_ref::<NegativeExpr>() {
+            let arg = self.compile(negative.arg())?;
+            let value = match arg.ty.unsigned_name() {
+                Some(unsigned) => format!("({})(0 - ({unsigned}){})", arg.ty.c_name(), arg.value),
+                None if arg.ty == CudaType::Bool => {
+                    return self.refuse(unsupported(format!("negation of a boolean: {expr}")));
+                }
+                None => format!("-{}", arg.value),
+            };
+            return Some(self.emit(arg.ty, &value, &arg.valid));
+        }
+        if let Some(cast) = any.downcast_ref::<CastExpr>() {
+            return self.cast(expr, cast);
+        }
+        if let Some(in_list) = any.downcast_ref::<InListExpr>() {
+            return self.in_list(in_list);
+        }
+        self.refuse(unsupported(format!(
+            "expression {expr} is not generated for the GPU yet"
+        )))
+    }
+
+    fn column(&mut self, column: &Column) -> Option<Value> {
+        let index = column.index();
+        let Some(field) = self.schema.fields().get(index) else {
+            return self.refuse(unsupported(format!("column {column} is not in the input")));
+        };
+        let ty = match CudaType::of(field.data_type()) {
+            Ok(ty) => ty,
+            Err(reason) => return self.refuse(reason),
+        };
+        let valid = format!("aether_valid(columns[{}], row)", 2 * index + 1);
+        let value = if ty == CudaType::Bool {
+            format!("aether_bit(columns[{}], row)", 2 * index)
+        } else {
+            format!("((const {}*)columns[{}])[row]", ty.c_name(), 2 * index)
+        };
+        Some(self.emit(ty, &value, &valid))
+    }
+
+    fn literal(&mut self, scalar: &ScalarValue) -> Option<Value> {
+        let ty = match CudaType::of(&scalar.data_type()) {
+            Ok(ty) => ty,
+            Err(reason) => return self.refuse(reason),
+        };
+        let valid = if scalar.is_null() { "false" } else { "true" };
+        let value = match scalar {
+            ScalarValue::Boolean(v) => v.unwrap_or(false).to_string(),
+            ScalarValue::Int8(v) => int_literal(v.unwrap_or(0).into()),
+            ScalarValue::Int16(v) => int_literal(v.unwrap_or(0).into()),
+            ScalarValue::Int32(v) | ScalarValue::Date32(v) => int_literal(v.unwrap_or(0).into()),
+            ScalarValue::Int64(v) => int_literal(v.unwrap_or(0)),
+            // Floats by their bits, so the literal is exact (NaN and -0.0 included).
+            ScalarValue::Float32(v) => {
+                format!("__int_as_float({})", v.unwrap_or(0.0).to_bits() as i32)
+            }
+            ScalarValue::Float64(v) => format!(
+                "__longlong_as_double({})",
+                int_literal(v.unwrap_or(0.0).to_bits() as i64)
+            ),
+            ScalarValue::Decimal128(v, _, _) => match ty {
+                CudaType::Dec64 { .. } => int_literal(v.unwrap_or(0) as i64),
+                _ => int128_literal(v.unwrap_or(0)),
+            },
+            other => {
+                return self.refuse(unsupported(format!(
+                    "literal {other} of type {} is not generated for the GPU yet",
+                    other.data_type()
+                )));
+            }
+        };
+        Some(self.emit(ty, &value, valid))
+    }
+
+    /// `-1`, `0` or `1` comparing `l` and `r` of type `ty`, as a C expression.
+    fn three_way(ty: CudaType, l: &str, r: &str) -> String {
+        if ty.is_float() {
+            format!("aether_cmp_f({l}, {r})")
+        } else {
+            format!("(({l} > {r}) - ({l} < {r}))")
+        }
+    }
+
+    fn binary(&mut self, expr: &Arc<dyn PhysicalExpr>, binary: &BinaryExpr) -> Option<Value> {
+        // Compile both sides first, so reasons from both are collected.
+        let left = self.compile(binary.left());
+        let right = self.compile(binary.right());
+        let (left, right) = (left?, right?);
+        let op = *binary.op();
+        let both_valid = format!("({} && {})", left.valid, right.valid);
+        match op {
+            Operator::And | Operator::Or => {
+                if left.ty != CudaType::Bool || right.ty != CudaType::Bool {
+                    return self.refuse(unsupported(format!("{op} of non-booleans: {expr}")));
+                }
+                let (l, lv, r, rv) = (&left.value, &left.valid, &right.value, &right.valid);
+                // SQL three-valued logic: FALSE decides AND, TRUE decides OR, even when
+                // the other side is NULL.
+                let (valid, value) = if op == Operator::And {
+                    (
+                        format!("(({lv} && !{l}) || ({rv} && !{r}) || ({lv} && {rv}))"),
+                        format!("({lv} && {rv} && {l} && {r})"),
+                    )
+                } else {
+                    (
+                        format!("(({lv} && {l}) || ({rv} && {r}) || ({lv} && {rv}))"),
+                        format!("(({lv} && {l}) || ({rv} && {r}))"),
+                    )
+                };
+                Some(self.emit(CudaType::Bool, &value, &valid))
+            }
+            Operator::Eq
+            | Operator::NotEq
+            | Operator::Lt
+            | Operator::LtEq
+            | Operator::Gt
+            | Operator::GtEq
+            | Operator::IsDistinctFrom
+            | Operator::IsNotDistinctFrom => {
+                if left.ty != right.ty {
+                    return self.refuse(unsupported(format!(
+                        "comparison of different types ({:?} and {:?}): {expr}",
+                        left.ty, right.ty
+                    )));
+                }
+                let cmp = Self::three_way(left.ty, &left.value, &right.value);
+                let (value, valid) = match op {
+                    Operator::Eq => (format!("({cmp} == 0)"), both_valid),
+                    Operator::NotEq => (format!("({cmp} != 0)"), both_valid),
+                    Operator::Lt => (format!("({cmp} < 0)"), both_valid),
+                    Operator::LtEq => (format!("({cmp} <= 0)"), both_valid),
+                    Operator::Gt => (format!("({cmp} > 0)"), both_valid),
+                    Operator::GtEq => (format!("({cmp} >= 0)"), both_valid),
+                    // NULLs are equal to each other and distinct from every value.
+                    Operator::IsDistinctFrom => (
+                        format!(
+                            "({lv} != {rv} || ({lv} && {cmp} != 0))",
+                            lv = left.valid,
+                            rv = right.valid
+                        ),
+                        "true".to_string(),
+                    ),
+                    _ => (
+                        format!(
+                            "({lv} == {rv} && (!{lv} || {cmp} == 0))",
+                            lv = left.valid,
+                            rv = right.valid
+                        ),
+                        "true".to_string(),
+                    ),
+                };
+                Some(self.emit(CudaType::Bool, &value, &valid))
+            }
+            Operator::Plus | Operator::Minus | Operator::Multiply | Operator::Divide => {
+                self.arithmetic(expr, op, &left, &right, &both_valid)
+            }
+            other => self.refuse(unsupported(format!(
+                "operator {other} is not generated for the GPU yet: {expr}"
+            ))),
+        }
+    }
+
+    fn arithmetic(
+        &mut self,
+        expr: &Arc<dyn PhysicalExpr>,
+        op: Operator,
+        left: &Value,
+        right: &Value,
+        valid: &str,
+    ) -> Option<Value> {
+        let result = match expr.data_type(self.schema).map(|t| CudaType::of(&t)) {
+            Ok(Ok(ty)) => ty,
+            Ok(Err(reason)) => return self.refuse(reason),
+            Err(e) => return self.refuse(unsupported(format!("cannot type {expr}: {e}"))),
+        };
+        let symbol = match op {
+            Operator::Plus => "+",
+            Operator::Minus => "-",
+            Operator::Multiply => "*",
+            _ => "/",
+        };
+        let (l, r) = (&left.value, &right.value);
+        let value = if result.is_integer() && left.ty == result && right.ty == result {
+            if op == Operator::Divide {
+                return self.refuse(unsupported(format!(
+                    "integer division is not generated for the GPU yet: {expr}"
+                )));
+            }
+            let unsigned = result.unsigned_name().unwrap_or("unsigned long long");
+            format!(
+                "({})(({unsigned}){l} {symbol} ({unsigned}){r})",
+                result.c_name()
+            )
+        } else if result.is_float() && left.ty == result && right.ty == result {
+            format!("{l} {symbol} {r}")
+        } else if let (Some(ls), Some(rs), Some(scale)) = (
+            left.ty.decimal_scale(),
+            right.ty.decimal_scale(),
+            result.decimal_scale(),
+        ) {
+            let c = result.c_name();
+            match op {
+                // Arrow rescales both operands to the result's scale, then adds.
+                Operator::Plus | Operator::Minus if ls <= scale && rs <= scale => {
+                    let rescale = |v: &str, from: i8| {
+                        let factor = 10i128.pow((scale - from) as u32);
+                        if factor == 1 {
+                            format!("({c}){v}")
+                        } else {
+                            format!("(({c}){v} * ({c}){factor})")
+                        }
+                    };
+                    format!("({} {symbol} {})", rescale(l, ls), rescale(r, rs))
+                }
+                // A product's scale is the sum of the operands' scales.
+                Operator::Multiply if i16::from(ls) + i16::from(rs) == i16::from(scale) => {
+                    format!("(({c}){l} {symbol} ({c}){r})")
+                }
+                _ => {
+                    return self.refuse(unsupported(format!(
+                        "decimal {op} with these scales is not generated for the GPU yet: {expr}"
+                    )));
+                }
+            }
+        } else {
+            return self.refuse(unsupported(format!(
+                "arithmetic on {:?} and {:?} giving {:?} is not generated for the GPU yet: {expr}",
+                left.ty, right.ty, result
+            )));
+        };
+        Some(self.emit(result, &value, valid))
+    }
+
+    fn cast(&mut self, expr: &Arc<dyn PhysicalExpr>, cast: &CastExpr) -> Option<Value> {
+        // A cast of a literal is folded here, on the CPU, with DataFusion's own cast, so
+        // constants such as `CAST('1994-01-01' AS Date32)` or `CAST(0.05 AS Decimal)`
+        // arrive in the kernel as exact literals of the target type.
+        let child: &dyn PhysicalExpr = cast.expr().as_ref();
+        if let Some(literal) = child.downcast_ref::<Literal>() {
+            return match literal.value().cast_to(cast.cast_type()) {
+                Ok(folded) => self.literal(&folded),
+                Err(e) => self.refuse(unsupported(format!("cannot fold {expr}: {e}"))),
+            };
+        }
+        let from_type = cast.expr().data_type(self.schema).ok();
+        let arg = self.compile(cast.expr())?;
+        let target = match CudaType::of(cast.cast_type()) {
+            Ok(ty) => ty,
+            Err(reason) => return self.refuse(reason),
+        };
+        let from_text = from_type
+            .as_ref()
+            .map_or_else(|| "?".to_string(), |t| t.to_string());
+        let refuse_cast = |this: &mut Self| {
+            this.refuse(unsupported(format!(
+                "CAST from {from_text} to {} is not generated for the GPU yet: {expr}",
+                cast.cast_type()
+            )))
+        };
+        // Date32 and Int32 share a CUDA type; only identical types pass as identity.
+        if from_type.as_ref() == Some(cast.cast_type()) {
+            return Some(arg);
+        }
+        if from_type.as_ref().is_some_and(|t| t.is_temporal()) || cast.cast_type().is_temporal() {
+            return refuse_cast(self);
+        }
+        let value = match (arg.ty, target) {
+            (from, to) if from.is_integer() && to.is_integer() && from.width() <= to.width() => {
+                format!("({}){}", to.c_name(), arg.value)
+            }
+            (from, to) if (from.is_integer() || from.is_float()) && to.is_float() => {
+                format!("({}){}", to.c_name(), arg.value)
+            }
+            (from, to) if from.decimal_scale().is_some() && to.decimal_scale().is_some() => {
+                let (Some(fs), Some(ts)) = (from.decimal_scale(), to.decimal_scale()) else {
+                    return refuse_cast(self);
+                };
+                let (fp, tp) = match (from, to) {
+                    (
+                        CudaType::Dec64 { precision: fp, .. }
+                        | CudaType::Dec128 { precision: fp, .. },
+                        CudaType::Dec64 { precision: tp, .. }
+                        | CudaType::Dec128 { precision: tp, .. },
+                    ) => (i16::from(fp), i16::from(tp)),
+                    _ => return refuse_cast(self),
+                };
+                let up = i16::from(ts) - i16::from(fs);
+                // Only casts that cannot overflow or round: scale up, integer digits kept.
+                if up < 0 || tp - i16::from(ts) < fp - i16::from(fs) {
+                    return refuse_cast(self);
+                }
+                let factor = 10i128.pow(up as u32);
+                format!("(({c}){v} * ({c}){factor})", c = to.c_name(), v = arg.value)
+            }
+            _ => return refuse_cast(self),
+        };
+        Some(self.emit(target, &value, &arg.valid))
+    }
+
+    fn in_list(&mut self, in_list: &InListExpr) -> Option<Value> {
+        let needle = self.compile(in_list.expr());
+        let items: Vec<Option<Value>> = in_list.list().iter().map(|e| self.compile(e)).collect();
+        let needle = needle?;
+        let items: Vec<Value> = items.into_iter().collect::<Option<_>>()?;
+        if let Some(other) = items.iter().find(|item| item.ty != needle.ty) {
+            return self.refuse(unsupported(format!(
+                "IN list mixing {:?} and {:?}",
+                needle.ty, other.ty
+            )));
+        }
+        // IN compares floats by their bits, as DataFusion's hashed IN list does: -0.0 is
+        // not in (0.0), NaN is in (NaN).
+        let equal = |item: &Value| match needle.ty {
+            CudaType::F64 => format!(
+                "__double_as_longlong({}) == __double_as_longlong({})",
+                needle.value, item.value
+            ),
+            CudaType::F32 => format!(
+                "__float_as_int({}) == __float_as_int({})",
+                needle.value, item.value
+            ),
+            ty => format!("{} == 0", Self::three_way(ty, &needle.value, &item.value)),
+        };
+        let found = items
+            .iter()
+            .map(|item| format!("({} && {})", item.valid, equal(item)))
+            .collect::<Vec<_>>()
+            .join(" || ");
+        let any_null_item = items
+            .iter()
+            .map(|item| format!("!{}", item.valid))
+            .collect::<Vec<_>>()
+            .join(" || ");
+        let found = if found.is_empty() {
+            "false".to_string()
+        } else {
+            found
+        };
+        let any_null_item = if any_null_item.is_empty() {
+            "false".to_string()
+        } else {
+            any_null_item
+        };
+        let found = self.emit(CudaType::Bool, &found, "true");
+        // x IN (...) is TRUE if found, else NULL if x or any item is NULL, else FALSE.
+        let valid = format!(
+            "({} && ({} || !({any_null_item})))",
+            needle.valid, found.value
+        );
+        let value = if in_list.negated() {
+            format!("!{}", found.value)
+        } else {
+            found.value.clone()
+        };
+        Some(self.emit(CudaType::Bool, &value, &valid))
+    }
+}

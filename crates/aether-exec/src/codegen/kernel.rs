@@ -1,0 +1,193 @@
+//! Assembles a complete CUDA kernel that evaluates one expression per row.
+//!
+//! The kernel's signature is fixed, whatever the expression:
+//! `aether_eval(columns, rows, out_values, out_valid)`, where `columns` holds two device
+//! pointers per input column (values, then validity bitmap or 0 when the column has no
+//! NULLs). Results are one value per row in the output type's width (booleans as one
+//! byte) and one validity byte per row. A grid-stride loop lets any grid cover any row
+//! count.
+
+use std::sync::Arc;
+
+use datafusion::arrow::datatypes::{DataType, Schema};
+use datafusion::physical_expr::PhysicalExpr;
+
+use super::expr::ExprCompiler;
+use super::types::CudaType;
+use crate::reason::PlacementReason;
+
+/// The entry point of every generated expression kernel.
+pub const EVAL_ENTRY: &str = "aether_eval";
+
+/// Helpers every generated kernel uses.
+const PRELUDE: &str = r#"typedef unsigned long long u64;
+
+// True when `row` is valid in the bitmap at `bits` (0: no bitmap, every row valid).
+__device__ __forceinline__ bool aether_valid(u64 bits, long long row) {
+    return bits == 0ULL || ((((const unsigned char*)bits)[row >> 3] >> (row & 7)) & 1);
+}
+
+// Bit `row` of the bit-packed booleans at `bits`.
+__device__ __forceinline__ bool aether_bit(u64 bits, long long row) {
+    return (((const unsigned char*)bits)[row >> 3] >> (row & 7)) & 1;
+}
+
+// Arrow's float order: NaN equals NaN and sorts above every number; -0.0 equals 0.0.
+__device__ __forceinline__ int aether_cmp_f(double a, double b) {
+    const bool an = isnan(a), bn = isnan(b);
+    if (an || bn) return an == bn ? 0 : (an ? 1 : -1);
+    return (a > b) - (a < b);
+}
+"#;
+
+/// A generated kernel and what it returns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExprKernel {
+    pub source: String,
+    /// The Arrow type of the result, as DataFusion types the expression.
+    pub data_type: DataType,
+    pub output: CudaType,
+}
+
+/// Generates the kernel evaluating `expr` over batches of `schema`, or every reason it
+/// cannot run on the GPU.
+pub fn expr_kernel(
+    expr: &Arc<dyn PhysicalExpr>,
+    schema: &Schema,
+) -> Result<ExprKernel, Vec<PlacementReason>> {
+    let mut compiler = ExprCompiler::new(schema);
+    let result = compiler.compile(expr);
+    let data_type = expr.data_type(schema);
+    let (Some(result), Ok(data_type)) = (result, data_type) else {
+        let mut reasons = compiler.reasons().to_vec();
+        if reasons.is_empty() {
+            reasons.push(PlacementReason::new(
+                crate::reason::ReasonCode::UnsupportedExpression,
+                format!("cannot determine the type of {expr}"),
+            ));
+        }
+        return Err(reasons);
+    };
+    let store = if result.ty == CudaType::Bool {
+        format!("out_values[row] = {} ? 1 : 0;", result.value)
+    } else {
+        format!(
+            "(({}*)out_values)[row] = {};",
+            result.ty.c_name(),
+            result.value
+        )
+    };
+    let source = format!(
+        "{PRELUDE}
+// {expr}
+extern \"C\" __global__ void {EVAL_ENTRY}(const u64* __restrict__ columns,
+                                          long long rows,
+                                          unsigned char* __restrict__ out_values,
+                                          unsigned char* __restrict__ out_valid) {{
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    for (long long row = (long long)blockIdx.x * blockDim.x + threadIdx.x; row < rows; row += stride) {{
+{body}        out_valid[row] = {valid} ? 1 : 0;
+        {store}
+    }}
+}}
+",
+        body = compiler.body(),
+        valid = result.valid,
+    );
+    Ok(ExprKernel {
+        source,
+        data_type,
+        output: result.ty,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use datafusion::arrow::datatypes::{Field, Schema};
+    use datafusion::common::DFSchema;
+    use datafusion::prelude::SessionContext;
+
+    use super::*;
+    use crate::reason::ReasonCode;
+
+    fn lineitem_schema() -> Schema {
+        Schema::new(vec![
+            Field::new("l_quantity", DataType::Decimal128(15, 2), false),
+            Field::new("l_extendedprice", DataType::Decimal128(15, 2), false),
+            Field::new("l_discount", DataType::Decimal128(15, 2), false),
+            Field::new("l_shipdate", DataType::Date32, false),
+            Field::new("l_comment", DataType::Utf8View, false),
+            Field::new("x", DataType::Float64, true),
+        ])
+    }
+
+    fn physical(sql: &str, schema: &Schema) -> Arc<dyn PhysicalExpr> {
+        let context = SessionContext::new();
+        let df_schema = DFSchema::try_from(schema.clone()).unwrap();
+        let logical = context.parse_sql_expr(sql, &df_schema).unwrap();
+        context.create_physical_expr(logical, &df_schema).unwrap()
+    }
+
+    #[test]
+    fn the_q6_predicate_becomes_one_kernel() {
+        let schema = lineitem_schema();
+        let expr = physical(
+            "l_shipdate >= date '1994-01-01' and l_shipdate < date '1995-01-01' \
+             and l_discount between 0.05 and 0.07 and l_quantity < 24",
+            &schema,
+        );
+        let kernel = expr_kernel(&expr, &schema).unwrap();
+        assert_eq!(kernel.output, CudaType::Bool);
+        assert_eq!(kernel.data_type, DataType::Boolean);
+        assert!(
+            kernel
+                .source
+                .contains("extern \"C\" __global__ void aether_eval(")
+        );
+        // Decimals compare as scaled 64-bit integers; no float compare is needed.
+        assert!(
+            kernel
+                .source
+                .contains("((const long long*)columns[4])[row]")
+        );
+        assert!(!kernel.source.contains("aether_cmp_f(x"));
+    }
+
+    #[test]
+    fn decimal_products_keep_datafusions_scale() {
+        let schema = lineitem_schema();
+        let expr = physical("l_extendedprice * l_discount", &schema);
+        let kernel = expr_kernel(&expr, &schema).unwrap();
+        assert_eq!(kernel.data_type, DataType::Decimal128(31, 4));
+        assert!(matches!(kernel.output, CudaType::Dec128 { scale: 4, .. }));
+    }
+
+    #[test]
+    fn float_comparisons_use_arrows_nan_order() {
+        let schema = lineitem_schema();
+        let kernel = expr_kernel(&physical("x > 1.5", &schema), &schema).unwrap();
+        assert!(kernel.source.contains("aether_cmp_f("), "{}", kernel.source);
+    }
+
+    #[test]
+    fn every_reason_is_collected() {
+        let schema = lineitem_schema();
+        let expr = physical("l_comment = 'x' or l_comment like 'special%'", &schema);
+        let reasons = expr_kernel(&expr, &schema).unwrap_err();
+        let has = |code: ReasonCode, text: &str| {
+            reasons
+                .iter()
+                .any(|r| r.code == code && r.message.contains(text))
+        };
+        assert!(has(ReasonCode::UnsupportedType, "Utf8View"), "{reasons:?}");
+        assert!(
+            has(ReasonCode::UnsupportedExpression, "LIKE"),
+            "{reasons:?}"
+        );
+
+        let expr = physical("x * 2 > 1 and l_quantity % 2 = 0", &schema);
+        let reasons = expr_kernel(&expr, &schema).unwrap_err();
+        assert_eq!(reasons.len(), 1, "{reasons:?}");
+        assert!(reasons[0].message.contains("operator %"), "{reasons:?}");
+    }
+}

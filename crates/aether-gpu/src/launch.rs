@@ -1,0 +1,83 @@
+//! Launching generated row kernels over a device batch.
+//!
+//! Generated kernels share one signature (see `aether-exec`'s code generator):
+//! `(const u64* columns, long long rows, unsigned char* out_values,
+//! unsigned char* out_valid)`, with two pointers per input column in `columns` (values,
+//! then the validity bitmap or 0). Keeping the launch here keeps every `unsafe` kernel
+//! launch in this crate.
+
+use cudarc::driver::{DevicePtr, LaunchConfig, PushKernelArg};
+
+use crate::column::{DeviceBatch, DeviceBuffer};
+use crate::device::GpuDevice;
+use crate::error::DeviceError;
+
+/// The result of a row kernel: `rows * width` value bytes and one validity byte a row.
+#[derive(Debug)]
+pub struct RowKernelOutput {
+    pub values: DeviceBuffer,
+    pub valid: DeviceBuffer,
+    pub rows: usize,
+}
+
+/// Compiles (or finds cached) `source`, and runs its `entry` over every row of `batch`,
+/// writing `width`-byte values. Memory is reserved under `owner`.
+pub fn run_row_kernel(
+    device: &GpuDevice,
+    source: &str,
+    entry: &str,
+    batch: &DeviceBatch,
+    width: usize,
+    owner: &str,
+) -> Result<RowKernelOutput, DeviceError> {
+    let (function, _) = device.load_kernel(source, entry)?;
+    let stream = device.stream();
+    let rows = batch.num_rows;
+    let mut pointers = Vec::with_capacity(2 * batch.columns.len());
+    for column in &batch.columns {
+        let (values, _) = column.values.slice().device_ptr(stream);
+        pointers.push(values);
+        pointers.push(match &column.validity {
+            Some(validity) => validity.slice().device_ptr(stream).0,
+            None => 0,
+        });
+    }
+    if pointers.is_empty() {
+        pointers.push(0);
+    }
+    let pointers = stream
+        .clone_htod(&pointers)
+        .map_err(DeviceError::driver("copying column pointers to the GPU"))?;
+    let values = DeviceBuffer::alloc(device, owner, rows * width)?;
+    let valid = DeviceBuffer::alloc(device, owner, rows)?;
+    if rows > 0 {
+        const THREADS: u32 = 256;
+        let wanted = rows.div_ceil(THREADS as usize);
+        let most = (device.info().multiprocessors.max(1) as usize) * 16;
+        let config = LaunchConfig {
+            grid_dim: (wanted.min(most) as u32, 1, 1),
+            block_dim: (THREADS, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let rows_arg = rows as i64;
+        let mut launch = stream.launch_builder(&function);
+        launch
+            .arg(&pointers)
+            .arg(&rows_arg)
+            .arg(values.slice())
+            .arg(valid.slice());
+        // SAFETY: the generated kernel takes (const u64*, long long, unsigned char*,
+        // unsigned char*), matching these arguments in order. `pointers` holds two valid
+        // device pointers (or 0 for "no bitmap") for every column of `batch`, each
+        // buffer holding at least `rows` values of its type; the kernel reads rows below
+        // `rows` only, and writes `rows * width` bytes to `values` and `rows` bytes to
+        // `valid`, which is what was allocated.
+        unsafe { launch.launch(config) }
+            .map_err(DeviceError::driver("launching a generated kernel"))?;
+    }
+    Ok(RowKernelOutput {
+        values,
+        valid,
+        rows,
+    })
+}
