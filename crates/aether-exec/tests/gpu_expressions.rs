@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use aether_exec::codegen::expr_kernel;
 use aether_exec::gpu_eval::evaluate_on_gpu;
+use aether_gpu::random::XorShift64;
 use aether_gpu::{DeviceBatch, DeviceOptions, GpuDevice, LayoutOptions};
 use datafusion::arrow::array::{
     Array, ArrayRef, BooleanArray, Date32Array, Decimal128Array, Float64Array, Int32Array,
@@ -66,13 +67,8 @@ const EXPRESSIONS: &[&str] = &[
     reason = "a test helper building fixed, valid data"
 )]
 fn random_batch(rows: usize, seed: u64) -> RecordBatch {
-    let mut state = seed | 1;
-    let mut next = move || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state
-    };
+    let mut nulls = XorShift64::new(seed);
+    let mut next = move || nulls.next_u64();
     let special = [
         f64::NAN,
         -0.0,
@@ -83,15 +79,8 @@ fn random_batch(rows: usize, seed: u64) -> RecordBatch {
         f64::MIN_POSITIVE,
         1e300,
     ];
-    let mut rng = {
-        let mut s = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-        move || {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            s
-        }
-    };
+    let mut values = XorShift64::new(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+    let mut rng = move || values.next_u64();
     let mut a = Vec::new();
     let mut b = Vec::new();
     let mut x = Vec::new();

@@ -13,6 +13,7 @@ use cudarc::driver::{CudaEvent, LaunchConfig, PushKernelArg};
 use crate::device::GpuDevice;
 use crate::error::DeviceError;
 use crate::kernel_cache::CubinSource;
+use crate::random::XorShift64;
 use crate::staging::PinnedBuffer;
 
 /// The self-test kernel's source, compiled at run time like every Aether kernel.
@@ -146,13 +147,8 @@ impl SelfTest {
 /// Deterministic pseudo-random columns shaped like TPC-H's lineitem (prices in cents,
 /// discounts and quantities as small integers), never all zeros.
 pub fn selftest_columns(rows: usize, seed: u64) -> (Vec<i64>, Vec<i32>, Vec<i32>) {
-    let mut state = seed | 1;
-    let mut next = move || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state
-    };
+    let mut random = XorShift64::new(seed);
+    let mut next = move || random.next_u64();
     let mut price = Vec::with_capacity(rows);
     let mut discount = Vec::with_capacity(rows);
     let mut quantity = Vec::with_capacity(rows);

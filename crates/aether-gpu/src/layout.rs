@@ -252,23 +252,20 @@ pub fn from_device_layout(column: HostColumn) -> Result<ArrayRef, LayoutError> {
         .map(|bits| NullBuffer::new(arrow::buffer::BooleanBuffer::new(bits, 0, column.len)));
     let len = column.len;
     let array: ArrayRef = match &column.form {
-        DeviceForm::Fixed { width } => {
-            if column.values.len() < len * width {
+        // Fixed-width values and bit-packed booleans are Arrow's own layout: one
+        // values buffer and the validity bitmap.
+        DeviceForm::Fixed { .. } | DeviceForm::Boolean => {
+            let needed = match column.form {
+                DeviceForm::Fixed { width } => len * width,
+                _ => len.div_ceil(8),
+            };
+            if column.values.len() < needed {
                 return Err(invalid(format!(
-                    "{} value bytes for {len} values of {width} bytes",
+                    "{} value bytes where {len} values need {needed}",
                     column.values.len()
                 )));
             }
             let data = ArrayData::builder(column.data_type.clone())
-                .len(len)
-                .add_buffer(column.values.clone())
-                .nulls(nulls)
-                .build()
-                .map_err(|e| invalid(e.to_string()))?;
-            make_array(data)
-        }
-        DeviceForm::Boolean => {
-            let data = ArrayData::builder(DataType::Boolean)
                 .len(len)
                 .add_buffer(column.values.clone())
                 .nulls(nulls)

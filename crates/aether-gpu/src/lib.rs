@@ -18,6 +18,7 @@ pub mod kernel_cache;
 pub mod launch;
 pub mod layout;
 pub mod memory;
+pub mod random;
 pub mod staging;
 
 pub use column::{DeviceBatch, DeviceBuffer, DeviceColumn};

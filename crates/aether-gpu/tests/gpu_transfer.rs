@@ -5,6 +5,7 @@
 
 use std::sync::Arc;
 
+use aether_gpu::random::XorShift64;
 use aether_gpu::{DeviceBatch, DeviceOptions, GpuDevice, LayoutOptions};
 use arrow::array::{
     ArrayRef, BooleanArray, Date32Array, Decimal128Array, Float32Array, Float64Array, Int8Array,
@@ -29,13 +30,8 @@ fn gpu() -> Option<GpuDevice> {
     reason = "a test helper building fixed, valid data"
 )]
 fn sample_batch(rows: usize, seed: u64) -> RecordBatch {
-    let mut state = seed | 1;
-    let mut next = move || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state
-    };
+    let mut random = XorShift64::new(seed);
+    let mut next = move || random.next_u64();
     let mut nullable = |i: usize| (next() % 7 != 0 || i == 0).then_some(i);
     let keep: Vec<Option<usize>> = (0..rows).map(&mut nullable).collect();
     let pick = |i: usize, v: i64| keep[i].map(|_| v);
