@@ -43,7 +43,7 @@ fn to_arrow(
     valid: &Buffer,
 ) -> Result<ArrayRef, DeviceError> {
     let invalid = |e: datafusion::arrow::error::ArrowError| {
-        DeviceError::Unavailable(format!("internal error: a GPU result is malformed: {e}"))
+        DeviceError::Internal(format!("a GPU result is malformed: {e}"))
     };
     let valid_bits = BooleanBuffer::from_iter(valid.as_slice()[..rows].iter().map(|b| *b != 0));
     let nulls = Some(NullBuffer::new(valid_bits)).filter(|n| n.null_count() > 0);

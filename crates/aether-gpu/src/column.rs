@@ -183,7 +183,7 @@ impl DeviceBatch {
             .collect::<Result<Vec<_>, _>>()?;
         let options = RecordBatchOptions::new().with_row_count(Some(self.num_rows));
         RecordBatch::try_new_with_options(Arc::clone(&self.schema), columns, &options)
-            .map_err(|e| DeviceError::Unavailable(format!("rebuilding a batch from the GPU: {e}")))
+            .map_err(|e| DeviceError::Internal(format!("rebuilding a batch from the GPU: {e}")))
     }
 
     /// Bytes this batch holds on the device.

@@ -37,6 +37,9 @@ pub enum DeviceError {
     /// A column cannot take a GPU layout (unsupported type, too large).
     #[error("GPU column layout: {0}")]
     Layout(#[from] crate::layout::LayoutError),
+    /// A broken invariant inside the GPU runtime: a bug, not a setup problem.
+    #[error("GPU internal error: {0}")]
+    Internal(String),
     /// The on-disk GPU kernel cache could not be written.
     #[error("GPU kernel cache at {}: {source}", path.display())]
     Cache {

@@ -68,7 +68,7 @@ impl MemoryBudget {
         let mut usage = self
             .usage
             .lock()
-            .map_err(|_| DeviceError::Unavailable("the GPU memory budget is poisoned".into()))?;
+            .map_err(|_| DeviceError::Internal("the GPU memory budget is poisoned".into()))?;
         let available = self.limit.saturating_sub(usage.used);
         if bytes > available {
             return Err(DeviceError::OutOfMemory {

@@ -128,8 +128,8 @@ impl StagingPool {
         target: &mut CudaSlice<u8>,
     ) -> Result<(), DeviceError> {
         if source.len() > target.len() {
-            return Err(DeviceError::Unavailable(format!(
-                "internal error: staging {} bytes into a {}-byte GPU buffer",
+            return Err(DeviceError::Internal(format!(
+                "staging {} bytes into a {}-byte GPU buffer",
                 source.len(),
                 target.len()
             )));
@@ -137,7 +137,7 @@ impl StagingPool {
         let mut chunks = self
             .chunks
             .lock()
-            .map_err(|_| DeviceError::Unavailable("the pinned staging pool is poisoned".into()))?;
+            .map_err(|_| DeviceError::Internal("the pinned staging pool is poisoned".into()))?;
         let count = chunks.len();
         for (index, piece) in source.chunks(self.chunk_bytes).enumerate() {
             let chunk = &mut chunks[index % count];
