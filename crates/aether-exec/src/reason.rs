@@ -13,6 +13,10 @@ pub enum ReasonCode {
     UnsupportedExpression,
     /// An operator with no GPU implementation.
     UnsupportedOperator,
+    /// An operator the GPU runs only inside a segment that ends in a GPU aggregate.
+    NeedsGpuAggregate,
+    /// The cost model predicts the CPU is faster.
+    CostModel,
 }
 
 impl ReasonCode {
@@ -21,6 +25,8 @@ impl ReasonCode {
             Self::UnsupportedType => "unsupported_type",
             Self::UnsupportedExpression => "unsupported_expression",
             Self::UnsupportedOperator => "unsupported_operator",
+            Self::NeedsGpuAggregate => "needs_gpu_aggregate",
+            Self::CostModel => "cost_model",
         }
     }
 }

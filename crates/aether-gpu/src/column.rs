@@ -14,7 +14,7 @@ use std::sync::Arc;
 use arrow::array::{ArrayRef, RecordBatch, RecordBatchOptions};
 use arrow::buffer::{Buffer, MutableBuffer};
 use arrow::datatypes::{DataType, SchemaRef};
-use cudarc::driver::CudaSlice;
+use cudarc::driver::{CudaSlice, DevicePtr};
 
 use crate::device::GpuDevice;
 use crate::error::DeviceError;
@@ -43,6 +43,22 @@ impl DeviceBuffer {
             len,
             _reservation: reservation,
         })
+    }
+
+    /// Allocates `len` bytes set to zero for `owner`.
+    pub fn zeroed(device: &GpuDevice, owner: &str, len: usize) -> Result<Self, DeviceError> {
+        let mut buffer = Self::alloc(device, owner, len)?;
+        device
+            .stream()
+            .memset_zeros(&mut buffer.slice)
+            .map_err(DeviceError::driver("clearing GPU memory"))?;
+        Ok(buffer)
+    }
+
+    /// The buffer's device address, for pointer tables passed to kernels.
+    pub fn address(&self, device: &GpuDevice) -> u64 {
+        let (address, _guard) = self.slice.device_ptr(device.stream());
+        address
     }
 
     /// Copies `bytes` to a new device buffer through the pinned staging pool.
@@ -106,7 +122,8 @@ impl DeviceColumn {
         Self::upload_prepared(device, owner, &host)
     }
 
-    fn upload_prepared(
+    /// Uploads a column already prepared in its device layout.
+    pub fn upload_prepared(
         device: &GpuDevice,
         owner: &str,
         host: &HostColumn,

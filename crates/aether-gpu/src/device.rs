@@ -216,19 +216,39 @@ impl GpuDevice {
         source: &str,
         entry: &str,
     ) -> Result<(CudaFunction, CubinSource), DeviceError> {
+        let (mut functions, origin) = self.load_kernels(source, &[entry])?;
+        let function = functions
+            .pop()
+            .ok_or_else(|| DeviceError::Internal(format!("kernel {entry} was not loaded")))?;
+        Ok((function, origin))
+    }
+
+    /// Compiles (or finds in the cache) `source` once and loads each of `entries` from
+    /// it, in order.
+    pub fn load_kernels(
+        &self,
+        source: &str,
+        entries: &[&str],
+    ) -> Result<(Vec<CudaFunction>, CubinSource), DeviceError> {
         let arch = self.info.arch();
         let key = KernelKey::new(source, &arch, self.info.driver_version);
+        let name = entries.first().copied().unwrap_or("kernel");
         let (cubin, origin) = self
             .kernels
-            .get_or_compile(key, || compile_cubin(source, entry, &arch))?;
+            .get_or_compile(key, || compile_cubin(source, name, &arch))?;
         let module = self
             .context
             .load_module(Ptx::from_binary(cubin.as_ref().clone()))
             .map_err(DeviceError::driver("loading a compiled kernel"))?;
-        let function = module
-            .load_function(entry)
-            .map_err(DeviceError::driver("finding a kernel's entry point"))?;
-        Ok((function, origin))
+        let functions = entries
+            .iter()
+            .map(|entry| {
+                module
+                    .load_function(entry)
+                    .map_err(DeviceError::driver("finding a kernel's entry point"))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok((functions, origin))
     }
 }
 

@@ -81,3 +81,57 @@ pub fn run_row_kernel(
         rows,
     })
 }
+
+/// One argument of a hand-assembled kernel launch.
+#[derive(Debug, Clone, Copy)]
+pub enum KernelArg<'a> {
+    /// A device buffer, passed as its device pointer.
+    Buffer(&'a DeviceBuffer),
+    /// A raw device address (0 for "none"), as `const u64*` style parameters take it.
+    Address(u64),
+    /// A `long long` parameter.
+    I64(i64),
+    /// An `unsigned long long` parameter.
+    U64(u64),
+}
+
+/// A one-dimensional launch covering `items` with `threads` per block, capped at 16
+/// blocks per multiprocessor: kernels use grid-stride loops, so any grid covers any count.
+pub fn grid_for(device: &GpuDevice, items: usize, threads: u32) -> LaunchConfig {
+    let wanted = items.div_ceil(threads as usize).max(1);
+    let most = (device.info().multiprocessors.max(1) as usize) * 16;
+    LaunchConfig {
+        grid_dim: (wanted.min(most) as u32, 1, 1),
+        block_dim: (threads, 1, 1),
+        shared_mem_bytes: 0,
+    }
+}
+
+/// Launches `function` with `args` on the device's stream.
+///
+/// # Safety
+/// The kernel's parameters must match `args` in number, order and type (buffers and
+/// addresses as pointers, `I64` as `long long`, `U64` as `unsigned long long`), and the
+/// kernel must only access memory inside the buffers and addresses it is given, within
+/// their lengths.
+pub unsafe fn launch_kernel(
+    device: &GpuDevice,
+    function: &cudarc::driver::CudaFunction,
+    config: LaunchConfig,
+    args: &[KernelArg<'_>],
+) -> Result<(), DeviceError> {
+    let stream = device.stream();
+    let mut launch = stream.launch_builder(function);
+    for arg in args {
+        match arg {
+            KernelArg::Buffer(buffer) => launch.arg(buffer.slice()),
+            KernelArg::Address(address) | KernelArg::U64(address) => launch.arg(address),
+            KernelArg::I64(value) => launch.arg(value),
+        };
+    }
+    // SAFETY: the caller guarantees the parameter list matches `args` and that the
+    // kernel stays inside the memory it is given (this function's contract).
+    unsafe { launch.launch(config) }
+        .map(|_| ())
+        .map_err(DeviceError::driver("launching a kernel"))
+}

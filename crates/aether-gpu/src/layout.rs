@@ -101,10 +101,12 @@ pub fn device_form_of(
     options: &LayoutOptions,
 ) -> Result<DeviceForm, LayoutError> {
     Ok(match data_type {
-        DataType::Int8 => DeviceForm::Fixed { width: 1 },
-        DataType::Int16 => DeviceForm::Fixed { width: 2 },
-        DataType::Int32 | DataType::Date32 | DataType::Float32 => DeviceForm::Fixed { width: 4 },
-        DataType::Int64 | DataType::Float64 | DataType::Timestamp(_, _) => {
+        DataType::Int8 | DataType::UInt8 => DeviceForm::Fixed { width: 1 },
+        DataType::Int16 | DataType::UInt16 => DeviceForm::Fixed { width: 2 },
+        DataType::Int32 | DataType::UInt32 | DataType::Date32 | DataType::Float32 => {
+            DeviceForm::Fixed { width: 4 }
+        }
+        DataType::Int64 | DataType::UInt64 | DataType::Float64 | DataType::Timestamp(_, _) => {
             DeviceForm::Fixed { width: 8 }
         }
         DataType::Boolean => DeviceForm::Boolean,

@@ -22,6 +22,7 @@ pub mod random;
 pub mod staging;
 
 pub use column::{DeviceBatch, DeviceBuffer, DeviceColumn};
+pub use cudarc::driver::CudaFunction;
 pub use device::{DeviceInfo, DeviceOptions, GpuDevice, shared_device};
 pub use error::DeviceError;
 pub use kernel_cache::{CacheStats, CubinSource, KernelCache, KernelKey};

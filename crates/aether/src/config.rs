@@ -46,65 +46,73 @@ impl KeySpec {
     }
 }
 
-const NO_GPU_ENGINE_YET: &str = "this build has no GPU engine yet; queries run on the CPU";
+const NO_SCHEDULER_YET: &str =
+    "queries share the GPU through one stream; a GPU task scheduler is not implemented yet";
 
 /// Every `aether.*` key. The order is the order `SHOW ALL` lists them in.
 pub const KEYS: &[KeySpec] = &[
+    KeySpec {
+        name: "engine",
+        rapids_alias: None,
+        default: "auto",
+        description: "Where queries run: auto (the cost model decides), gpu (everything supported) or cpu.",
+        effect: KeyEffect::Active,
+    },
     KeySpec {
         name: "gpu.enabled",
         rapids_alias: Some("spark.rapids.sql.enabled"),
         default: "true",
         description: "Master switch: when false every query runs on the CPU.",
-        effect: KeyEffect::NoEffectYet(NO_GPU_ENGINE_YET),
+        effect: KeyEffect::Active,
     },
     KeySpec {
         name: "sql.explain",
         rapids_alias: Some("spark.rapids.sql.explain"),
         default: "NOT_ON_GPU",
         description: "Placement report printed with plans: ALL, NOT_ON_GPU or NONE.",
-        effect: KeyEffect::NoEffectYet(NO_GPU_ENGINE_YET),
+        effect: KeyEffect::Active,
     },
     KeySpec {
         name: "sql.mode",
         rapids_alias: Some("spark.rapids.sql.mode"),
         default: "executeOnGPU",
         description: "executeOnGPU, or explainOnly: plan as if a GPU were present, run on the CPU.",
-        effect: KeyEffect::NoEffectYet(NO_GPU_ENGINE_YET),
+        effect: KeyEffect::Active,
     },
     KeySpec {
         name: "gpu.batchSizeBytes",
         rapids_alias: Some("spark.rapids.sql.batchSizeBytes"),
         default: "1073741824",
         description: "Target size in bytes of the batches a GPU segment consumes.",
-        effect: KeyEffect::NoEffectYet(NO_GPU_ENGINE_YET),
+        effect: KeyEffect::Active,
     },
     KeySpec {
         name: "gpu.concurrentTasks",
         rapids_alias: Some("spark.rapids.sql.concurrentGpuTasks"),
         default: "1",
         description: "Queries allowed on the GPU at the same time.",
-        effect: KeyEffect::NoEffectYet(NO_GPU_ENGINE_YET),
+        effect: KeyEffect::NoEffectYet(NO_SCHEDULER_YET),
     },
     KeySpec {
         name: "gpu.memory.allocFraction",
         rapids_alias: Some("spark.rapids.memory.gpu.allocFraction"),
         default: "0.9",
         description: "Share of free GPU memory the device pool may use, in (0, 1].",
-        effect: KeyEffect::NoEffectYet(NO_GPU_ENGINE_YET),
+        effect: KeyEffect::Active,
     },
     KeySpec {
         name: "gpu.memory.reserveBytes",
         rapids_alias: Some("spark.rapids.memory.gpu.reserve"),
         default: "671088640",
         description: "GPU memory in bytes left outside the pool for contexts and kernels.",
-        effect: KeyEffect::NoEffectYet(NO_GPU_ENGINE_YET),
+        effect: KeyEffect::Active,
     },
     KeySpec {
         name: "gpu.kernelCacheDir",
         rapids_alias: None,
         default: "",
         description: "Directory of compiled GPU kernels; empty means the user cache directory.",
-        effect: KeyEffect::NoEffectYet(NO_GPU_ENGINE_YET),
+        effect: KeyEffect::Active,
     },
 ];
 
@@ -191,6 +199,7 @@ impl fmt::Display for SqlMode {
 /// The typed values of the `aether.*` keys.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AetherConfig {
+    pub engine: aether_exec::Engine,
     pub gpu_enabled: bool,
     pub sql_explain: ExplainLevel,
     pub sql_mode: SqlMode,
@@ -204,6 +213,7 @@ pub struct AetherConfig {
 impl Default for AetherConfig {
     fn default() -> Self {
         let mut config = Self {
+            engine: aether_exec::Engine::Auto,
             gpu_enabled: true,
             sql_explain: ExplainLevel::NotOnGpu,
             sql_mode: SqlMode::ExecuteOnGpu,
@@ -228,6 +238,7 @@ impl AetherConfig {
     /// The value of a declared key, as text.
     fn value_of(&self, spec: &KeySpec) -> String {
         match spec.name {
+            "engine" => self.engine.to_string(),
             "gpu.enabled" => self.gpu_enabled.to_string(),
             "sql.explain" => self.sql_explain.to_string(),
             "sql.mode" => self.sql_mode.to_string(),
@@ -249,6 +260,7 @@ impl AetherConfig {
             ))
         };
         match spec.name {
+            "engine" => self.engine = value.parse().map_err(|_| invalid("auto, gpu or cpu"))?,
             "gpu.enabled" => {
                 self.gpu_enabled = value.parse().map_err(|_| invalid("true or false"))?
             }

@@ -4,17 +4,25 @@
 //! this one type, so configuration, registered tables and the placement of work on the
 //! GPU behave the same wherever a query comes from.
 
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
 
+use aether_exec::Engine;
+use aether_exec::ops::ResidentTables;
+use aether_exec::placement::{ExplainFilter, GpuPlacement, PlacementReport, PlacementSettings};
+use aether_gpu::{DeviceOptions, shared_device};
+use datafusion::arrow::array::StringArray;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::common::config::ConfigOptions;
+use datafusion::execution::SessionStateBuilder;
 use datafusion::execution::context::{SessionConfig, SessionContext};
 use datafusion::logical_expr::{LogicalPlan, SetVariable, Statement};
 use datafusion::physical_plan::{ExecutionPlan, displayable};
 use datafusion::sql::parser::{DFParserBuilder, Statement as DFStatement};
 use datafusion::sql::sqlparser::dialect::dialect_from_str;
 
-use crate::config::{self, AetherConfig, KeyEffect};
+use crate::config::{self, AetherConfig, ExplainLevel, KeyEffect, SqlMode};
 use crate::error::{AetherError, Result};
 
 /// A `key=value` setting as given to `--conf`.
@@ -59,12 +67,68 @@ pub struct ScriptOutput {
     pub plans: Vec<String>,
     /// Notices for the user, such as a setting that has no effect in this build.
     pub notices: Vec<String>,
+    /// Where the parts of each query ran (or would run, in explain-only mode).
+    pub placements: Vec<Arc<PlacementReport>>,
 }
 
 /// A DataFusion `SessionContext` configured for Aether.
 #[derive(Clone)]
 pub struct AetherContext {
     session: SessionContext,
+    placement: Arc<GpuPlacement>,
+    gpu: Arc<GpuState>,
+}
+
+/// What the placement rule of one context shares with it.
+#[derive(Debug, Default)]
+struct GpuState {
+    /// Keep uploaded inputs on the GPU across queries (`bench --resident`).
+    resident: AtomicBool,
+    tables: Arc<ResidentTables>,
+}
+
+/// Whether the "no GPU" notice was printed; it is said once per process.
+static NO_GPU_SAID: OnceLock<()> = OnceLock::new();
+
+/// The placement settings the session's configuration asks for.
+fn placement_settings(options: &ConfigOptions, state: &GpuState) -> PlacementSettings {
+    let config = options
+        .extensions
+        .get::<AetherConfig>()
+        .cloned()
+        .unwrap_or_default();
+    let mut settings = PlacementSettings {
+        engine: config.engine,
+        batch_bytes: usize::try_from(config.gpu_batch_size_bytes).unwrap_or(usize::MAX),
+        resident: state
+            .resident
+            .load(Ordering::Relaxed)
+            .then(|| Arc::clone(&state.tables)),
+        ..PlacementSettings::default()
+    };
+    if !config.gpu_enabled {
+        settings.off_reason = Some("the GPU is disabled (aether.gpu.enabled=false)".into());
+        return settings;
+    }
+    // Explain-only plans as if a GPU were present and never opens one.
+    if config.sql_mode == SqlMode::ExplainOnly || config.engine == Engine::Cpu {
+        return settings;
+    }
+    let device_options = DeviceOptions {
+        kernel_cache_dir: if config.gpu_kernel_cache_dir.is_empty() {
+            DeviceOptions::default().kernel_cache_dir
+        } else {
+            Some(config.gpu_kernel_cache_dir.clone().into())
+        },
+        alloc_fraction: config.gpu_memory_alloc_fraction,
+        reserve_bytes: config.gpu_memory_reserve_bytes,
+        ..DeviceOptions::default()
+    };
+    match shared_device(&device_options) {
+        Ok(device) => settings.device = Some(device),
+        Err(e) => settings.off_reason = Some(e.to_string()),
+    }
+    settings
 }
 
 impl std::fmt::Debug for AetherContext {
@@ -89,8 +153,59 @@ impl AetherContext {
             .with_option_extension(AetherConfig::default());
         // Spans let planning errors point at the offending part of the statement.
         config.options_mut().sql_parser.collect_spans = true;
+        let gpu = Arc::new(GpuState::default());
+        let rule_state = Arc::clone(&gpu);
+        let placement = Arc::new(GpuPlacement::new(Arc::new(
+            move |options: &ConfigOptions| placement_settings(options, &rule_state),
+        )));
+        let state = SessionStateBuilder::new()
+            .with_config(config)
+            .with_default_features()
+            .with_physical_optimizer_rule(Arc::clone(&placement) as _)
+            .build();
         Self {
-            session: SessionContext::new_with_config(config),
+            session: SessionContext::new_with_state(state),
+            placement,
+            gpu,
+        }
+    }
+
+    /// Keeps the inputs of GPU segments on the device across queries (or stops, and
+    /// releases them).
+    pub fn set_resident(&self, resident: bool) {
+        self.gpu.resident.store(resident, Ordering::Relaxed);
+        if !resident {
+            self.gpu.tables.clear();
+        }
+    }
+
+    /// Bytes of resident inputs on the GPU.
+    pub fn resident_bytes(&self) -> usize {
+        self.gpu.tables.device_bytes()
+    }
+
+    /// The physical plan of `frame` (GPU placement applied) and its placement report.
+    pub async fn placed_plan(
+        &self,
+        frame: datafusion::dataframe::DataFrame,
+    ) -> Result<(Arc<dyn ExecutionPlan>, Arc<PlacementReport>)> {
+        let physical = frame.create_physical_plan().await?;
+        let report = self.placement.report_for(&physical).unwrap_or_default();
+        if let Some(why) = &report.whole_plan
+            && why.starts_with("no GPU")
+            && NO_GPU_SAID.set(()).is_ok()
+        {
+            eprintln!("{why}");
+        }
+        Ok((physical, report))
+    }
+
+    /// The explain level the configuration asks for.
+    pub fn explain_filter(&self) -> ExplainFilter {
+        match self.aether_config().sql_explain {
+            ExplainLevel::All => ExplainFilter::All,
+            ExplainLevel::NotOnGpu => ExplainFilter::NotOnGpu,
+            ExplainLevel::None => ExplainFilter::None,
         }
     }
 
@@ -177,16 +292,28 @@ impl AetherContext {
                     | LogicalPlan::Dml(_)
                     | LogicalPlan::Copy(_)
             );
+            let explained = match &plan {
+                LogicalPlan::Explain(explain) => Some(Arc::clone(&explain.plan)),
+                _ => None,
+            };
             let frame = self.session.execute_logical_plan(plan).await?;
             if returns_rows && mode == ScriptMode::Explain {
-                let physical = frame.create_physical_plan().await?;
+                let (physical, report) = self.placed_plan(frame).await?;
                 output
                     .plans
                     .push(displayable(physical.as_ref()).indent(true).to_string());
+                output.placements.push(report);
             } else if returns_rows {
                 let schema = Arc::clone(frame.schema().inner());
-                output.batches = frame.collect().await?;
+                let (physical, report) = self.placed_plan(frame).await?;
+                let mut batches =
+                    datafusion::physical_plan::collect(physical, self.session.task_ctx()).await?;
+                if let Some(inner) = explained {
+                    batches.push(self.placement_rows(&inner, &schema).await?);
+                }
+                output.batches = batches;
                 output.schema = Some(schema);
+                output.placements.push(report);
             } else {
                 frame.collect().await?;
             }
@@ -194,8 +321,26 @@ impl AetherContext {
         Ok(output)
     }
 
-    /// The physical plan of one SQL statement, as DataFusion (and later Aether's GPU
-    /// placement) would run it.
+    /// The row SQL `EXPLAIN` adds to DataFusion's: the GPU placement report of the
+    /// explained statement, in the RAPIDS format (every node, `aether.sql.explain`
+    /// permitting).
+    async fn placement_rows(&self, inner: &LogicalPlan, schema: &SchemaRef) -> Result<RecordBatch> {
+        let frame = self.session.execute_logical_plan(inner.clone()).await?;
+        let (_, report) = self.placed_plan(frame).await?;
+        let filter = match self.explain_filter() {
+            ExplainFilter::None => ExplainFilter::None,
+            _ => ExplainFilter::All,
+        };
+        let text = report.render(filter);
+        let columns = vec![
+            Arc::new(StringArray::from(vec!["gpu_placement"])) as _,
+            Arc::new(StringArray::from(vec![text.trim_end().to_string()])) as _,
+        ];
+        RecordBatch::try_new(Arc::clone(schema), columns)
+            .map_err(|e| AetherError::Failed(format!("building the EXPLAIN placement row: {e}")))
+    }
+
+    /// The physical plan of one SQL statement, as Aether runs it (GPU placement applied).
     pub async fn physical_plan(&self, sql: &str) -> Result<Arc<dyn ExecutionPlan>> {
         Ok(self.sql(sql).await?.create_physical_plan().await?)
     }

@@ -193,7 +193,7 @@ fn sql_runs_a_script_file_and_rapids_aliases() {
     assert!(out.starts_with("answer"), "{out}");
     assert_eq!(out, "answer,level\n42,ALL\n");
     assert!(
-        stderr(&output).contains("aether.sql.explain is accepted but has no effect"),
+        !stderr(&output).contains("has no effect"),
         "{}",
         stderr(&output)
     );
@@ -262,7 +262,7 @@ fn datagen_writes_parquet_that_sql_and_bench_read() {
     let report: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
     assert_eq!(report["scale_factor"], 0.01);
-    assert_eq!(report["engine"], "cpu");
+    assert_eq!(report["engine"], "auto");
     let queries = report["queries"].as_array().unwrap();
     assert_eq!(queries.len(), 2);
     assert_eq!(queries[0]["query"], 1);
@@ -283,7 +283,7 @@ fn bench_generates_in_memory_by_default() {
         "--iterations",
         "1",
     ]);
-    assert!(out.contains("TPC-H SF 0.01 on cpu"), "{out}");
+    assert!(out.contains("TPC-H SF 0.01 on auto"), "{out}");
     assert!(out.contains("\nQ6 "), "{out}");
 }
 
@@ -350,21 +350,76 @@ fn input_errors_say_exactly_what_is_wrong() {
 }
 
 #[test]
-fn engines_other_than_cpu_fail_clearly_until_the_gpu_engine_exists() {
-    fails(
-        &["demo", "--engine", "gpu"],
-        2,
-        "--engine gpu is not available",
-    );
-    fails(
-        &["bench", "tpch", "--engine", "auto"],
-        2,
-        "--engine auto is not available",
-    );
+fn without_a_gpu_queries_run_on_the_cpu_with_one_notice() {
+    let output = aether(&[
+        "sql",
+        "--engine",
+        "gpu",
+        "--tpch",
+        "0.01",
+        "--format",
+        "csv",
+        "select count(*) as n from nation; select count(*) as m from region",
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(stdout(&output), "m\n5\n");
+    let err = stderr(&output);
+    if aether_gpu::GpuDevice::discover(0, &aether_gpu::DeviceOptions::default()).is_err() {
+        assert_eq!(
+            err.matches("no GPU: running on CPU because").count(),
+            1,
+            "{err}"
+        );
+    }
     fails(
         &["sql", "--engine", "tpu", "select 1"],
         2,
         "unknown engine 'tpu'",
+    );
+}
+
+#[test]
+fn explain_only_shows_what_would_move_in_the_rapids_format() {
+    let out = ok(&[
+        "sql",
+        "--tpch",
+        "0.01",
+        "--engine",
+        "gpu",
+        "--conf",
+        "spark.rapids.sql.mode=explainOnly",
+        "--conf",
+        "spark.rapids.sql.explain=ALL",
+        "--format",
+        "csv",
+        "select sum(l_extendedprice * l_discount) as revenue from lineitem \
+         where l_discount between 0.05 and 0.07 and l_quantity < 24",
+    ]);
+    assert!(out.starts_with("revenue\n"), "{out}");
+    let output = aether(&[
+        "sql",
+        "--tpch",
+        "0.01",
+        "--engine",
+        "gpu",
+        "--conf",
+        "aether.sql.mode=explainOnly",
+        "--explain",
+        "select l_returnflag, count(*) from lineitem where l_comment like '%x%' group by l_returnflag",
+    ]);
+    let out = stdout(&output);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(out.contains("GPU placement:\n"), "{out}");
+    assert!(
+        out.contains("!Exec <AggregateExec> cannot run on GPU because"),
+        "{out}"
+    );
+    assert!(out.contains("LIKE"), "{out}");
+    assert!(
+        out.contains("!Exec <SortPreservingMergeExec> cannot run on GPU because GPU does not currently support the operator SortPreservingMergeExec")
+            || out.contains("!Exec <CoalescePartitionsExec>")
+            || out.contains("!Exec <AggregateExec> cannot run on GPU because the final aggregate"),
+        "{out}"
     );
 }
 

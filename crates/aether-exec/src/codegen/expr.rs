@@ -9,9 +9,10 @@
 //! the types DataFusion assigned. Anything else is refused with a reason; every reason
 //! in the tree is collected, not just the first.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
-use datafusion::arrow::datatypes::Schema;
+use datafusion::arrow::datatypes::{DataType, SchemaRef};
 use datafusion::logical_expr::Operator;
 use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_expr::expressions::{
@@ -31,10 +32,28 @@ pub struct Value {
     pub ty: CudaType,
 }
 
+/// Where the value of a column of the current schema comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Binding {
+    /// Column `n` of the kernel's input batch, loaded on first use.
+    Input(usize),
+    /// A value an earlier stage of a fused pipeline computed.
+    Value(Value),
+}
+
 /// Accumulates the statements of one kernel body.
+///
+/// A fused pipeline compiles its stages in order into one body: after a stage, the
+/// next stage's columns are re-bound ([`ExprCompiler::rebind`]) to the values the
+/// stage computed, so a projection over a filter reads the filter's values directly.
 #[derive(Debug)]
-pub struct ExprCompiler<'a> {
-    schema: &'a Schema,
+pub struct ExprCompiler {
+    /// The kernel's input columns.
+    input: SchemaRef,
+    /// The schema the expressions being compiled are typed against.
+    schema: SchemaRef,
+    bindings: Vec<Binding>,
+    loaded: HashMap<usize, Value>,
     body: String,
     next: usize,
     reasons: Vec<PlacementReason>,
@@ -60,14 +79,62 @@ fn int128_literal(v: i128) -> String {
     format!("((__int128)((((unsigned __int128){high}ULL) << 64) | (unsigned __int128){low}ULL))")
 }
 
-impl<'a> ExprCompiler<'a> {
-    pub fn new(schema: &'a Schema) -> Self {
+impl ExprCompiler {
+    /// A compiler for expressions over the kernel's input columns, `input`.
+    pub fn new(input: SchemaRef) -> Self {
+        let bindings = (0..input.fields().len()).map(Binding::Input).collect();
         Self {
-            schema,
+            schema: Arc::clone(&input),
+            input,
+            bindings,
+            loaded: HashMap::new(),
             body: String::new(),
             next: 0,
             reasons: Vec::new(),
         }
+    }
+
+    /// Makes `schema` the schema of the next expressions, its columns bound to
+    /// `bindings` (one per field).
+    pub fn rebind(&mut self, schema: SchemaRef, bindings: Vec<Binding>) {
+        self.schema = schema;
+        self.bindings = bindings;
+    }
+
+    /// The current binding of every column of the current schema.
+    pub fn bindings(&self) -> &[Binding] {
+        &self.bindings
+    }
+
+    /// The value of column `index` of the current schema.
+    pub fn column_value(&mut self, index: usize) -> Option<Value> {
+        match self.bindings.get(index).cloned() {
+            Some(Binding::Value(value)) => Some(value),
+            Some(Binding::Input(input)) => self.load_input(input),
+            None => self.refuse(unsupported(format!(
+                "column {index} is not in the input of a GPU stage"
+            ))),
+        }
+    }
+
+    /// The input column `value` was loaded from, if it is a plain input load.
+    pub fn input_column_of(&self, value: &Value) -> Option<usize> {
+        self.loaded
+            .iter()
+            .find(|(_, loaded)| *loaded == value)
+            .map(|(index, _)| *index)
+    }
+
+    /// Appends a raw statement (control flow of a fused kernel).
+    pub fn push_statement(&mut self, statement: &str) {
+        self.body.push_str("        ");
+        self.body.push_str(statement);
+        self.body.push('\n');
+    }
+
+    /// Records a reason found outside expression compilation (an aggregate, a key).
+    pub fn add_reason(&mut self, reason: PlacementReason) {
+        let _ = self.refuse(reason);
     }
 
     /// The statements emitted so far.
@@ -117,6 +184,9 @@ impl<'a> ExprCompiler<'a> {
         }
         if let Some(not) = any.downcast_ref::<NotExpr>() {
             let arg = self.compile(not.arg())?;
+            if self.refuse_strings(&[&arg], expr) {
+                return None;
+            }
             if arg.ty != CudaType::Bool {
                 return self.refuse(unsupported(format!("NOT of a non-boolean: {expr}")));
             }
@@ -132,6 +202,9 @@ impl<'a> ExprCompiler<'a> {
         }
         if let Some(negative) = any.downcast_ref::<NegativeExpr>() {
             let arg = self.compile(negative.arg())?;
+            if self.refuse_strings(&[&arg], expr) {
+                return None;
+            }
             let value = match arg.ty.unsigned_name() {
                 Some(unsigned) => format!("({})(0 - ({unsigned}){})", arg.ty.c_name(), arg.value),
                 None if arg.ty == CudaType::Bool => {
@@ -153,13 +226,28 @@ impl<'a> ExprCompiler<'a> {
     }
 
     fn column(&mut self, column: &Column) -> Option<Value> {
-        let index = column.index();
-        let Some(field) = self.schema.fields().get(index) else {
+        if column.index() >= self.bindings.len() {
             return self.refuse(unsupported(format!("column {column} is not in the input")));
+        }
+        self.column_value(column.index())
+    }
+
+    /// Loads input column `index` (once per kernel; later uses reuse the variables).
+    fn load_input(&mut self, index: usize) -> Option<Value> {
+        if let Some(value) = self.loaded.get(&index) {
+            return Some(value.clone());
+        }
+        let input = Arc::clone(&self.input);
+        let Some(field) = input.fields().get(index) else {
+            return self.refuse(unsupported(format!("input column {index} does not exist")));
         };
-        let ty = match CudaType::of(field.data_type()) {
-            Ok(ty) => ty,
-            Err(reason) => return self.refuse(reason),
+        // Strings arrive as dictionary codes; only grouping and counting read them.
+        let ty = match field.data_type() {
+            DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => CudaType::StrCode,
+            other => match CudaType::of(other) {
+                Ok(ty) => ty,
+                Err(reason) => return self.refuse(reason),
+            },
         };
         let valid = format!("aether_valid(columns[{}], row)", 2 * index + 1);
         let value = if ty == CudaType::Bool {
@@ -167,7 +255,27 @@ impl<'a> ExprCompiler<'a> {
         } else {
             format!("((const {}*)columns[{}])[row]", ty.c_name(), 2 * index)
         };
-        Some(self.emit(ty, &value, &valid))
+        let value = self.emit(ty, &value, &valid);
+        self.loaded.insert(index, value.clone());
+        Some(value)
+    }
+
+    /// Refuses string operands: strings reach kernels as dictionary codes, which only
+    /// grouping reads.
+    fn refuse_strings(&mut self, values: &[&Value], expr: &Arc<dyn PhysicalExpr>) -> bool {
+        if values.iter().any(|v| v.ty == CudaType::StrCode) {
+            let ty = expr
+                .data_type(&self.schema)
+                .map_or_else(|_| "strings".to_string(), |t| t.to_string());
+            let _ = self.refuse(PlacementReason::new(
+                ReasonCode::UnsupportedType,
+                format!(
+                    "string operations ({ty} operands) are not generated for the GPU yet: {expr}"
+                ),
+            ));
+            return true;
+        }
+        false
     }
 
     fn literal(&mut self, scalar: &ScalarValue) -> Option<Value> {
@@ -218,6 +326,9 @@ impl<'a> ExprCompiler<'a> {
         let left = self.compile(binary.left());
         let right = self.compile(binary.right());
         let (left, right) = (left?, right?);
+        if self.refuse_strings(&[&left, &right], expr) {
+            return None;
+        }
         let op = *binary.op();
         let both_valid = format!("({} && {})", left.valid, right.valid);
         match op {
@@ -300,7 +411,7 @@ impl<'a> ExprCompiler<'a> {
         right: &Value,
         valid: &str,
     ) -> Option<Value> {
-        let result = match expr.data_type(self.schema).map(|t| CudaType::of(&t)) {
+        let result = match expr.data_type(&self.schema).map(|t| CudaType::of(&t)) {
             Ok(Ok(ty)) => ty,
             Ok(Err(reason)) => return self.refuse(reason),
             Err(e) => return self.refuse(unsupported(format!("cannot type {expr}: {e}"))),
@@ -374,8 +485,12 @@ impl<'a> ExprCompiler<'a> {
                 Err(e) => self.refuse(unsupported(format!("cannot fold {expr}: {e}"))),
             };
         }
-        let from_type = cast.expr().data_type(self.schema).ok();
+        let from_type = cast.expr().data_type(&self.schema).ok();
         let arg = self.compile(cast.expr())?;
+        if arg.ty == CudaType::StrCode && from_type.as_ref() != Some(cast.cast_type()) {
+            self.refuse_strings(&[&arg], cast.expr());
+            return None;
+        }
         let target = match CudaType::of(cast.cast_type()) {
             Ok(ty) => ty,
             Err(reason) => return self.refuse(reason),
@@ -434,6 +549,9 @@ impl<'a> ExprCompiler<'a> {
         let items: Vec<Option<Value>> = in_list.list().iter().map(|e| self.compile(e)).collect();
         let needle = needle?;
         let items: Vec<Value> = items.into_iter().collect::<Option<_>>()?;
+        if self.refuse_strings(&[&needle], in_list.expr()) {
+            return None;
+        }
         if let Some(other) = items.iter().find(|item| item.ty != needle.ty) {
             return self.refuse(unsupported(format!(
                 "IN list mixing {:?} and {:?}",

@@ -20,7 +20,7 @@ use crate::reason::PlacementReason;
 pub const EVAL_ENTRY: &str = "aether_eval";
 
 /// Helpers every generated kernel uses.
-const PRELUDE: &str = r#"typedef unsigned long long u64;
+pub(crate) const PRELUDE: &str = r#"typedef unsigned long long u64;
 
 // True when `row` is valid in the bitmap at `bits` (0: no bitmap, every row valid).
 __device__ __forceinline__ bool aether_valid(u64 bits, long long row) {
@@ -55,9 +55,17 @@ pub fn expr_kernel(
     expr: &Arc<dyn PhysicalExpr>,
     schema: &Schema,
 ) -> Result<ExprKernel, Vec<PlacementReason>> {
-    let mut compiler = ExprCompiler::new(schema);
+    let mut compiler = ExprCompiler::new(Arc::new(schema.clone()));
     let result = compiler.compile(expr);
     let data_type = expr.data_type(schema);
+    if let Some(value) = &result
+        && value.ty == CudaType::StrCode
+    {
+        return Err(vec![PlacementReason::new(
+            crate::reason::ReasonCode::UnsupportedType,
+            format!("a string result ({expr}) is not produced on the GPU yet"),
+        )]);
+    }
     let (Some(result), Ok(data_type)) = (result, data_type) else {
         let mut reasons = compiler.reasons().to_vec();
         if reasons.is_empty() {

@@ -5,8 +5,10 @@
 //! source needs no GPU, so CI tests what is generated and what is refused; the GPU tests
 //! compare what the kernels compute with DataFusion's own evaluation.
 
+pub mod aggregate;
 pub mod expr;
 pub mod kernel;
+pub mod pipeline;
 pub mod types;
 
 pub use kernel::{EVAL_ENTRY, ExprKernel, expr_kernel};

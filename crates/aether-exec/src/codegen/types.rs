@@ -26,6 +26,8 @@ pub enum CudaType {
         precision: u8,
         scale: i8,
     },
+    /// A string as its `i32` code in the column's dictionary (`DeviceForm::DictionaryCodes`).
+    StrCode,
 }
 
 impl CudaType {
@@ -67,7 +69,7 @@ impl CudaType {
             Self::Bool => "bool",
             Self::I8 => "signed char",
             Self::I16 => "short",
-            Self::I32 => "int",
+            Self::I32 | Self::StrCode => "int",
             Self::I64 | Self::Dec64 { .. } => "long long",
             Self::F32 => "float",
             Self::F64 => "double",
@@ -107,7 +109,7 @@ impl CudaType {
         match self {
             Self::Bool | Self::I8 => 1,
             Self::I16 => 2,
-            Self::I32 | Self::F32 => 4,
+            Self::I32 | Self::F32 | Self::StrCode => 4,
             Self::I64 | Self::F64 | Self::Dec64 { .. } => 8,
             Self::Dec128 { .. } => 16,
         }

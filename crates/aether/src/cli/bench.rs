@@ -35,6 +35,10 @@ pub struct BenchArgs {
     /// Timed runs per query, after one warm-up run.
     #[arg(long, value_name = "K", default_value_t = 3)]
     iterations: usize,
+    /// Keep the inputs of GPU segments on the GPU across runs (uploaded by the warm-up),
+    /// so timed runs skip PCIe: the GPU-resident case.
+    #[arg(long)]
+    resident: bool,
     /// Also write the results as JSON to this file.
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
@@ -53,6 +57,10 @@ struct QueryReport {
     max_ms: f64,
     /// `ok`, `wrong: ...`, or `unchecked` (answers exist only for SF1).
     answer: String,
+    /// `GPU+CPU` when part of the query ran on the GPU, else `CPU`.
+    ran_on: &'static str,
+    /// The placement report (every node).
+    placement: String,
 }
 
 /// The whole JSON report.
@@ -61,6 +69,7 @@ struct BenchReport {
     benchmark: &'static str,
     scale_factor: f64,
     engine: String,
+    resident: bool,
     data: String,
     iterations: usize,
     cores: usize,
@@ -83,6 +92,7 @@ pub async fn run(args: BenchArgs) -> Result<()> {
         None => crate::tpch::QUERY_NUMBERS.collect(),
     };
     let context = args.common.context()?;
+    context.set_resident(args.resident);
     let load_start = Instant::now();
     let (scale_factor, data) = match &args.data {
         Some(dir) => (
@@ -136,6 +146,10 @@ pub async fn run(args: BenchArgs) -> Result<()> {
             max_ms: sorted[sorted.len() - 1],
             times_ms,
             answer,
+            ran_on: warm_up.ran_on(),
+            placement: warm_up
+                .placement
+                .render(aether_exec::placement::ExplainFilter::All),
         });
     }
     progress.finish_and_clear();
@@ -143,7 +157,8 @@ pub async fn run(args: BenchArgs) -> Result<()> {
     let report = BenchReport {
         benchmark: "tpch",
         scale_factor,
-        engine: args.common.engine.to_string(),
+        engine: context.aether_config().engine.to_string(),
+        resident: args.resident,
         data,
         iterations: args.iterations,
         cores: crate::parallel::available_threads(),
@@ -225,17 +240,18 @@ fn print_table(report: &BenchReport) {
         report.scale_factor, report.engine, report.data, report.iterations
     );
     println!(
-        "{:<6} {:>8} {:>10} {:>10} {:>10}  answer",
-        "query", "rows", "min ms", "median ms", "max ms"
+        "{:<6} {:>8} {:>10} {:>10} {:>10}  {:<7}  answer",
+        "query", "rows", "min ms", "median ms", "max ms", "ran on"
     );
     for q in &report.queries {
         println!(
-            "{:<6} {:>8} {:>10} {:>10} {:>10}  {}",
+            "{:<6} {:>8} {:>10} {:>10} {:>10}  {:<7}  {}",
             format!("Q{}", q.query),
             q.rows,
             format_ms(q.min_ms),
             format_ms(q.median_ms),
             format_ms(q.max_ms),
+            q.ran_on,
             q.answer
         );
     }

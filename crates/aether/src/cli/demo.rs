@@ -29,7 +29,7 @@ pub async fn run(args: DemoArgs) -> Result<()> {
     // The official answers exist for SF1 only; there every result is checked.
     let check = args.sf == 1.0;
     let header = format!(
-        "{:<6} {:>8} {:>11}  {:<6}{}",
+        "{:<6} {:>8} {:>11}  {:<7}{}",
         "query",
         "rows",
         "time (ms)",
@@ -52,11 +52,11 @@ pub async fn run(args: DemoArgs) -> Result<()> {
             }
         };
         let line = format!(
-            "{:<6} {:>8} {:>11}  {:<6}{verdict}",
+            "{:<6} {:>8} {:>11}  {:<7}{verdict}",
             format!("Q{n}"),
             run.num_rows(),
             format_ms(ms),
-            args.common.engine.label(),
+            run.ran_on(),
         );
         println!("{}", line.trim_end());
     }

@@ -47,16 +47,24 @@ struct CommonArgs {
     /// Set a configuration key (`aether.*`, `spark.rapids.*` or `datafusion.*`); repeatable.
     #[arg(long = "conf", value_name = "KEY=VALUE")]
     conf: Vec<Setting>,
-    /// Where queries run: cpu, gpu or auto.
-    #[arg(long, value_name = "ENGINE", default_value = "cpu")]
-    engine: Engine,
+    /// Where queries run: auto (the cost model decides; the default), gpu (everything the
+    /// GPU supports) or cpu. Sets `aether.engine`.
+    #[arg(long, value_name = "ENGINE")]
+    engine: Option<Engine>,
 }
 
 impl CommonArgs {
-    /// A context with these settings, after checking the engine can run here.
+    /// A context with these settings (`--engine` first, so `--conf` can override it).
     fn context(&self) -> Result<AetherContext> {
-        self.engine.ensure_available().map_err(AetherError::Usage)?;
-        let (context, notices) = AetherContext::with_settings(&self.conf)?;
+        let mut settings = Vec::with_capacity(self.conf.len() + 1);
+        if let Some(engine) = self.engine {
+            settings.push(Setting {
+                key: "aether.engine".into(),
+                value: engine.to_string(),
+            });
+        }
+        settings.extend(self.conf.iter().cloned());
+        let (context, notices) = AetherContext::with_settings(&settings)?;
         for notice in notices {
             eprintln!("{notice}");
         }

@@ -3,6 +3,7 @@
 use std::io::Write;
 use std::path::PathBuf;
 
+use aether_exec::placement::ExplainFilter;
 use clap::Args;
 
 use super::{CommonArgs, ignore_broken_pipe};
@@ -26,7 +27,8 @@ pub struct SqlArgs {
     /// Register a table from a Parquet, CSV (with header) or JSON-lines file or directory.
     #[arg(long = "table", value_name = "NAME=PATH")]
     tables: Vec<TableSpec>,
-    /// Print the physical plan of each query instead of running it.
+    /// Print the physical plan of each query and where each part runs (the GPU placement
+    /// report, every node unless `aether.sql.explain=NONE`) instead of running it.
     #[arg(long)]
     explain: bool,
     /// How to print results: table, csv or json (one object per line).
@@ -68,15 +70,38 @@ pub async fn run(args: SqlArgs) -> Result<()> {
     for notice in &output.notices {
         eprintln!("{notice}");
     }
+    let filter = context.explain_filter();
+    if !args.explain && filter != ExplainFilter::None {
+        // As RAPIDS logs it: what did not go to the GPU, and why.
+        for report in &output.placements {
+            if report.whole_plan.is_none() {
+                eprint!("{}", report.render(filter));
+            }
+        }
+    }
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     let printed = if args.explain {
-        output.plans.iter().try_for_each(|plan| {
-            writeln!(out, "{plan}").map_err(|source| AetherError::Output {
-                path: "standard output".into(),
-                source,
+        let filter = match filter {
+            ExplainFilter::None => ExplainFilter::None,
+            _ => ExplainFilter::All,
+        };
+        output
+            .plans
+            .iter()
+            .zip(&output.placements)
+            .try_for_each(|(plan, report)| {
+                let placement = report.render(filter);
+                let text = if placement.is_empty() {
+                    plan.to_string()
+                } else {
+                    format!("{plan}\nGPU placement:\n{placement}")
+                };
+                writeln!(out, "{text}").map_err(|source| AetherError::Output {
+                    path: "standard output".into(),
+                    source,
+                })
             })
-        })
     } else {
         match &output.schema {
             Some(schema) => write_results(&mut out, schema, &output.batches, args.format),

@@ -1,6 +1,9 @@
 //! Running one TPC-H query through an [`AetherContext`] and timing it.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+use aether_exec::placement::PlacementReport;
 
 use datafusion::arrow::record_batch::RecordBatch;
 
@@ -13,11 +16,22 @@ use crate::error::Result;
 pub struct QueryRun {
     pub batches: Vec<RecordBatch>,
     pub elapsed: Duration,
+    /// Where the query's parts ran.
+    pub placement: Arc<PlacementReport>,
 }
 
 impl QueryRun {
     pub fn num_rows(&self) -> usize {
         self.batches.iter().map(RecordBatch::num_rows).sum()
+    }
+
+    /// `GPU` when some part of the query ran on the GPU, else `CPU`.
+    pub fn ran_on(&self) -> &'static str {
+        if self.placement.gpu_nodes() > 0 && self.placement.whole_plan.is_none() {
+            "GPU+CPU"
+        } else {
+            "CPU"
+        }
     }
 }
 
@@ -26,8 +40,16 @@ pub async fn run_query(context: &AetherContext, n: usize, scale_factor: f64) -> 
     let sql = query_sql(n, scale_factor)?;
     let start = Instant::now();
     let output = context.run_script(&sql).await?;
+    let elapsed = start.elapsed();
+    // Q15 is a script: the query is the one statement that returns rows.
+    let placement = output
+        .placements
+        .into_iter()
+        .max_by_key(|report| report.lines.len())
+        .unwrap_or_default();
     Ok(QueryRun {
         batches: output.batches,
-        elapsed: start.elapsed(),
+        elapsed,
+        placement,
     })
 }

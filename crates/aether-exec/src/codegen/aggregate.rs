@@ -1,0 +1,895 @@
+//! Generating the kernels of a GPU hash aggregate, fused with the filters and
+//! projections below it.
+//!
+//! One source holds four kernels:
+//! - `aether_agg_init` writes each accumulator's identity (0 for sums and counts, the
+//!   largest value for MIN, the smallest for MAX) into every slot of a new table;
+//! - `aether_agg` runs the fused pipeline over the rows of a batch and folds each kept
+//!   row into its group. Groups live in an open-addressing hash table in device memory
+//!   (keys packed into 64-bit words, NULL flags in one more word, so SQL's "NULLs group
+//!   together" is plain word equality). Each block first folds into a small table in
+//!   shared memory and merges it into the device table once at the end, which keeps
+//!   few-group aggregates (TPC-H Q1's four groups) from serializing on a handful of
+//!   global atomics. A row whose group cannot be inserted because the table is half
+//!   full is written to an overflow list instead; the host grows the table and runs the
+//!   kernel again over those rows only, so any number of groups works;
+//! - `aether_agg_rehash` moves every group into a larger table;
+//! - `aether_agg_emit` writes one row per group in DataFusion's partial-aggregate
+//!   layout (group keys, then each function's state), as device columns.
+//!
+//! Sums of decimals are exact 128-bit integers (two 64-bit atomics with the carry
+//! propagated), integer sums wrap as DataFusion's do, float MIN/MAX follow Arrow's
+//! total order (`-NaN < -inf < ... < -0.0 < 0.0 < ... < inf < NaN`).
+
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+use datafusion::arrow::datatypes::{DataType, FieldRef, SchemaRef};
+use datafusion::physical_expr::PhysicalExpr;
+
+use super::expr::{ExprCompiler, Value};
+use super::kernel::PRELUDE;
+use super::pipeline::{Stage, compile_stages};
+use super::types::CudaType;
+use crate::reason::{PlacementReason, ReasonCode};
+
+/// Entry points of the generated source.
+pub const AGG_INIT_ENTRY: &str = "aether_agg_init";
+pub const AGG_ENTRY: &str = "aether_agg";
+pub const AGG_REHASH_ENTRY: &str = "aether_agg_rehash";
+pub const AGG_EMIT_ENTRY: &str = "aether_agg_emit";
+
+/// Groups each block folds in shared memory before merging into the device table, and
+/// how many of its slots a row probes before going to the device table directly.
+const LOCAL_SLOTS: usize = 64;
+const LOCAL_PROBES: usize = 8;
+
+/// An aggregate function the GPU computes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AggFunction {
+    Sum,
+    Count,
+    Min,
+    Max,
+    Avg,
+}
+
+impl AggFunction {
+    /// The function DataFusion names `name`, if the GPU has it.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Some(match name.to_ascii_lowercase().as_str() {
+            "sum" => Self::Sum,
+            "count" => Self::Count,
+            "min" => Self::Min,
+            "max" => Self::Max,
+            "avg" | "mean" => Self::Avg,
+            _ => return None,
+        })
+    }
+}
+
+/// One aggregate call: the function, its argument over the aggregate's input, and the
+/// state fields DataFusion's partial aggregate produces for it.
+#[derive(Debug, Clone)]
+pub struct AggregateCall {
+    pub function: AggFunction,
+    pub arg: Arc<dyn PhysicalExpr>,
+    pub state_fields: Vec<FieldRef>,
+}
+
+/// What the generated aggregate computes.
+#[derive(Debug, Clone)]
+pub struct AggregateSpec {
+    /// The kernel's input columns (the batches uploaded from the host).
+    pub input: SchemaRef,
+    /// Filters and projections fused below the aggregate.
+    pub stages: Vec<Stage>,
+    /// The schema the group keys and arguments read (the last stage's output).
+    pub aggregate_input: SchemaRef,
+    pub keys: Vec<Arc<dyn PhysicalExpr>>,
+    pub calls: Vec<AggregateCall>,
+    /// The output: keys, then every call's state fields.
+    pub output: SchemaRef,
+}
+
+/// Where an output column of the emit kernel comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OutputSource {
+    /// Group key `key`; strings are codes into input column `dictionary_column`.
+    Key {
+        key: usize,
+        dictionary_column: Option<usize>,
+    },
+    /// A state value computed from the accumulators.
+    State,
+}
+
+/// The generated kernels and the table layout they share.
+#[derive(Debug, Clone)]
+pub struct AggregateKernels {
+    pub source: String,
+    /// 64-bit words a group key takes in the table (values, then one NULL-flag word).
+    pub key_words: usize,
+    /// Bytes of accumulators per group (a multiple of 16).
+    pub acc_bytes: usize,
+    pub outputs: Vec<OutputSource>,
+}
+
+/// How one accumulator is updated and read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum AccKind {
+    /// Wrapping 64-bit integer sum (also counts).
+    AddU64,
+    /// Exact 128-bit sum: low word then high word.
+    AddI128,
+    AddF64,
+    MinI64,
+    MaxI64,
+    /// Floats as 64-bit keys in Arrow's total order.
+    MinF,
+    MaxF,
+}
+
+impl AccKind {
+    fn bytes(self) -> usize {
+        if self == Self::AddI128 { 16 } else { 8 }
+    }
+
+    fn identity(self) -> &'static str {
+        match self {
+            Self::MinI64 => "0x7fffffffffffffffULL",
+            Self::MaxI64 => "0x8000000000000000ULL",
+            Self::MinF => "0xffffffffffffffffULL",
+            _ => "0ULL",
+        }
+    }
+
+    fn update(self, at: &str, value: &str) -> String {
+        match self {
+            Self::AddU64 => format!("agg_add_u64({at}, (u64)({value}));"),
+            Self::AddI128 => format!("agg_add_i128({at}, (__int128)({value}));"),
+            Self::AddF64 => format!("agg_add_f64({at}, (double)({value}));"),
+            Self::MinI64 => format!("agg_min_i64({at}, (long long)({value}));"),
+            Self::MaxI64 => format!("agg_max_i64({at}, (long long)({value}));"),
+            Self::MinF => format!("agg_min_u64({at}, agg_order_key((double)({value})));"),
+            Self::MaxF => format!("agg_max_u64({at}, agg_order_key((double)({value})));"),
+        }
+    }
+
+    /// Merges the accumulator at `src` into the one at `dst`.
+    fn merge(self, dst: &str, src: &str) -> String {
+        match self {
+            Self::AddU64 => format!("agg_add_u64({dst}, *(const u64*)({src}));"),
+            Self::AddI128 => format!("agg_add_i128({dst}, agg_read_i128({src}));"),
+            Self::AddF64 => format!("agg_add_f64({dst}, *(const double*)({src}));"),
+            Self::MinI64 => format!("agg_min_i64({dst}, *(const long long*)({src}));"),
+            Self::MaxI64 => format!("agg_max_i64({dst}, *(const long long*)({src}));"),
+            Self::MinF => format!("agg_min_u64({dst}, *(const u64*)({src}));"),
+            Self::MaxF => format!("agg_max_u64({dst}, *(const u64*)({src}));"),
+        }
+    }
+}
+
+/// Helpers of the aggregate kernels.
+const AGG_PRELUDE: &str = r#"
+#define AGG_EMPTY 0ULL
+#define AGG_BUSY 1ULL
+
+__device__ __forceinline__ void agg_add_u64(unsigned char* a, u64 v) { atomicAdd((u64*)a, v); }
+__device__ __forceinline__ void agg_add_f64(unsigned char* a, double v) { atomicAdd((double*)a, v); }
+__device__ __forceinline__ void agg_min_i64(unsigned char* a, long long v) { atomicMin((long long*)a, v); }
+__device__ __forceinline__ void agg_max_i64(unsigned char* a, long long v) { atomicMax((long long*)a, v); }
+__device__ __forceinline__ void agg_min_u64(unsigned char* a, u64 v) { atomicMin((u64*)a, v); }
+__device__ __forceinline__ void agg_max_u64(unsigned char* a, u64 v) { atomicMax((u64*)a, v); }
+
+// An exact 128-bit add from two 64-bit atomics: the carry out of the low word is
+// known from the value the low word held, and added to the high word.
+__device__ __forceinline__ void agg_add_i128(unsigned char* a, __int128 v) {
+    const u64 lo = (u64)v;
+    u64 hi = (u64)((unsigned __int128)v >> 64);
+    const u64 old = atomicAdd((u64*)a, lo);
+    if (old + lo < old) hi += 1ULL;
+    if (hi != 0ULL) atomicAdd(((u64*)a) + 1, hi);
+}
+
+__device__ __forceinline__ __int128 agg_read_i128(const unsigned char* a) {
+    const u64 lo = ((const u64*)a)[0];
+    const u64 hi = ((const u64*)a)[1];
+    return (__int128)(((unsigned __int128)hi << 64) | (unsigned __int128)lo);
+}
+
+// The same updates on one thread's own accumulators (no other thread sees them).
+__device__ __forceinline__ void aggl_add_u64(unsigned char* a, u64 v) { *(u64*)a += v; }
+__device__ __forceinline__ void aggl_add_f64(unsigned char* a, double v) { *(double*)a += v; }
+__device__ __forceinline__ void aggl_min_i64(unsigned char* a, long long v) { long long* p = (long long*)a; if (v < *p) *p = v; }
+__device__ __forceinline__ void aggl_max_i64(unsigned char* a, long long v) { long long* p = (long long*)a; if (v > *p) *p = v; }
+__device__ __forceinline__ void aggl_min_u64(unsigned char* a, u64 v) { u64* p = (u64*)a; if (v < *p) *p = v; }
+__device__ __forceinline__ void aggl_max_u64(unsigned char* a, u64 v) { u64* p = (u64*)a; if (v > *p) *p = v; }
+__device__ __forceinline__ void aggl_add_i128(unsigned char* a, __int128 v) {
+    const __int128 sum = agg_read_i128(a) + v;
+    ((u64*)a)[0] = (u64)sum;
+    ((u64*)a)[1] = (u64)((unsigned __int128)sum >> 64);
+}
+
+// Arrow's total order of floats as unsigned 64-bit keys.
+__device__ __forceinline__ u64 agg_order_key(double v) {
+    const u64 bits = (u64)__double_as_longlong(v);
+    return (bits >> 63) ? ~bits : (bits | 0x8000000000000000ULL);
+}
+
+__device__ __forceinline__ double agg_from_order_key(u64 key) {
+    const u64 bits = (key >> 63) ? (key & 0x7fffffffffffffffULL) : ~key;
+    return __longlong_as_double((long long)bits);
+}
+
+__device__ __forceinline__ u64 agg_mix(u64 h, u64 w) {
+    h ^= w + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+    return h;
+}
+
+__device__ __forceinline__ u64 agg_finish(u64 h) {
+    h ^= h >> 30; h *= 0xbf58476d1ce4e5b9ULL;
+    h ^= h >> 27; h *= 0x94d049bb133111ebULL;
+    h ^= h >> 31;
+    return h;
+}
+
+// The slot holding `key` (inserting it when new), or -1 when the table has reached
+// `max_fill` groups. `state[slot]` is AGG_EMPTY, AGG_BUSY while a key is written, or
+// the key's tag (its hash with bit 1 set, never 0 or 1).
+__device__ long long agg_find_or_insert(u64* state, u64* keys, long long mask,
+                                        long long max_fill, u64* occupied,
+                                        const u64* key, u64 tag) {
+    long long pos = (long long)(tag >> 2) & mask;
+    for (long long probes = 0; probes <= mask; ) {
+        u64 seen = ((volatile u64*)state)[pos];
+        if (seen == AGG_EMPTY) {
+            if ((long long)atomicAdd(occupied, 1ULL) >= max_fill) {
+                atomicAdd(occupied, (u64)-1LL);
+                return -1;
+            }
+            seen = atomicCAS(&state[pos], AGG_EMPTY, AGG_BUSY);
+            if (seen == AGG_EMPTY) {
+                for (int w = 0; w < AGG_KEY_WORDS; ++w) keys[pos * AGG_KEY_WORDS + w] = key[w];
+                __threadfence();
+                atomicExch(&state[pos], tag);
+                return pos;
+            }
+            atomicAdd(occupied, (u64)-1LL);
+        }
+        while (seen == AGG_BUSY) seen = ((volatile u64*)state)[pos];
+        if (seen == tag) {
+            bool same = true;
+            for (int w = 0; w < AGG_KEY_WORDS; ++w)
+                same = same && ((volatile u64*)keys)[pos * AGG_KEY_WORDS + w] == key[w];
+            if (same) return pos;
+        }
+        pos = (pos + 1) & mask;
+        ++probes;
+    }
+    return -1;
+}
+"#;
+
+/// An accumulator at `offset` in a group's accumulator bytes.
+#[derive(Debug, Clone, Copy)]
+struct Acc {
+    kind: AccKind,
+    offset: usize,
+}
+
+/// The accumulator layout: offset 0 always counts the group's rows.
+#[derive(Debug, Default)]
+struct AccLayout {
+    accs: Vec<Acc>,
+    bytes: usize,
+}
+
+impl AccLayout {
+    fn new() -> Self {
+        let mut layout = Self::default();
+        layout.push(AccKind::AddU64);
+        layout
+    }
+
+    fn push(&mut self, kind: AccKind) -> Acc {
+        let size = kind.bytes();
+        let offset = self.bytes.div_ceil(size) * size;
+        let acc = Acc { kind, offset };
+        self.accs.push(acc);
+        self.bytes = offset + size;
+        acc
+    }
+
+    fn padded_bytes(&self) -> usize {
+        self.bytes.div_ceil(16) * 16
+    }
+}
+
+const ROWS: Acc = Acc {
+    kind: AccKind::AddU64,
+    offset: 0,
+};
+
+/// How one output state column is computed from accumulators.
+#[derive(Debug, Clone)]
+struct StateOutput {
+    /// The value: an expression over `a` (the group's accumulators).
+    value: String,
+    /// The validity, also over `a`.
+    valid: String,
+}
+
+fn unsupported(message: String) -> PlacementReason {
+    PlacementReason::new(ReasonCode::UnsupportedExpression, message)
+}
+
+/// The C type a column of `data_type` takes in the device layout, for writing outputs.
+fn output_c_type(data_type: &DataType) -> Option<&'static str> {
+    Some(match data_type {
+        DataType::Int8 => "signed char",
+        DataType::Int16 => "short",
+        DataType::Int32 | DataType::Date32 => "int",
+        DataType::Int64 | DataType::Timestamp(_, _) => "long long",
+        DataType::UInt8 => "unsigned char",
+        DataType::UInt16 => "unsigned short",
+        DataType::UInt32 => "unsigned",
+        DataType::UInt64 => "u64",
+        DataType::Float32 => "float",
+        DataType::Float64 => "double",
+        DataType::Decimal128(p, _) if *p <= 18 => "long long",
+        DataType::Decimal128(_, _) => "__int128",
+        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => "int",
+        DataType::Boolean => "bool",
+        _ => return None,
+    })
+}
+
+/// The 64-bit key words of a key value (one word, or two for a 128-bit decimal).
+fn key_word_exprs(value: &Value) -> Vec<String> {
+    let x = &value.value;
+    match value.ty {
+        CudaType::Bool => vec![format!("({x} ? 1ULL : 0ULL)")],
+        CudaType::F32 => vec![format!("(u64)(unsigned)__float_as_int({x})")],
+        CudaType::F64 => vec![format!("(u64)__double_as_longlong({x})")],
+        CudaType::Dec128 { .. } => vec![
+            format!("(u64)({x})"),
+            format!("(u64)((unsigned __int128)({x}) >> 64)"),
+        ],
+        CudaType::StrCode => vec![format!("(u64)(unsigned)({x})")],
+        _ => vec![format!("(u64)(long long)({x})")],
+    }
+}
+
+/// Generates the aggregate kernels for `spec`, or every reason they cannot be.
+pub fn aggregate_kernels(spec: &AggregateSpec) -> Result<AggregateKernels, Vec<PlacementReason>> {
+    let mut compiler = ExprCompiler::new(Arc::clone(&spec.input));
+    let mut ok = compile_stages(&mut compiler, &spec.stages);
+    let bindings = compiler.bindings().to_vec();
+    compiler.rebind(Arc::clone(&spec.aggregate_input), bindings);
+
+    // Group keys.
+    let mut key_values = Vec::new();
+    let mut key_word_count = 0;
+    for key in &spec.keys {
+        match compiler.compile(key) {
+            Some(value) => {
+                key_word_count += key_word_exprs(&value).len();
+                key_values.push(value);
+            }
+            None => ok = false,
+        }
+    }
+    let null_word = key_word_count;
+    let key_words = if spec.keys.is_empty() {
+        0
+    } else {
+        key_word_count + 1
+    };
+
+    // Aggregate arguments and accumulators.
+    let mut layout = AccLayout::new();
+    let mut updates = String::new();
+    let mut states: Vec<StateOutput> = Vec::new();
+    for call in &spec.calls {
+        let Some(arg) = compiler.compile(&call.arg) else {
+            ok = false;
+            continue;
+        };
+        let nullable = call.arg.nullable(&spec.aggregate_input).unwrap_or(true);
+        // Rows that reach the call: its non-NULL count, or every row of the group.
+        let count = if nullable {
+            let count = layout.push(AccKind::AddU64);
+            let _ = writeln!(
+                updates,
+                "        if ({}) {}",
+                arg.valid,
+                count.kind.update(&acc_at(count), "1ULL")
+            );
+            count
+        } else {
+            ROWS
+        };
+        let count_value = format!("(*(const u64*)(a + {}))", count.offset);
+        let has_value = format!("({count_value} > 0ULL)");
+        let function = call.function;
+        if function == AggFunction::Count {
+            for _ in &call.state_fields {
+                states.push(StateOutput {
+                    value: count_value.clone(),
+                    valid: "true".into(),
+                });
+            }
+            continue;
+        }
+        if arg.ty == CudaType::StrCode || arg.ty == CudaType::Bool {
+            compiler.add_reason(unsupported(format!(
+                "{function:?} of {} is not computed on the GPU yet",
+                call.arg
+            )));
+            ok = false;
+            continue;
+        }
+        let kind = match (function, arg.ty) {
+            (AggFunction::Sum | AggFunction::Avg, ty) if ty.is_float() => AccKind::AddF64,
+            (AggFunction::Sum | AggFunction::Avg, ty) if ty.is_integer() => AccKind::AddU64,
+            (AggFunction::Sum | AggFunction::Avg, _) => AccKind::AddI128,
+            (AggFunction::Min, ty) if ty.is_float() => AccKind::MinF,
+            (AggFunction::Max, ty) if ty.is_float() => AccKind::MaxF,
+            (AggFunction::Min | AggFunction::Max, CudaType::Dec128 { .. }) => {
+                compiler.add_reason(unsupported(format!(
+                    "{function:?} of a decimal wider than 18 digits is not computed on the GPU yet: {}",
+                    call.arg
+                )));
+                ok = false;
+                continue;
+            }
+            (AggFunction::Min, _) => AccKind::MinI64,
+            (AggFunction::Max, _) => AccKind::MaxI64,
+            (AggFunction::Count, _) => unreachable_count(),
+        };
+        let acc = layout.push(kind);
+        let _ = writeln!(
+            updates,
+            "        if ({}) {}",
+            arg.valid,
+            kind.update(&acc_at(acc), &arg.value)
+        );
+        let sum_value = |ty: &DataType| -> String {
+            let at = format!("(a + {})", acc.offset);
+            match kind {
+                AccKind::AddF64 => format!("*(const double*){at}"),
+                AccKind::AddU64 => format!("(long long)*(const u64*){at}"),
+                AccKind::AddI128 if matches!(ty, DataType::Decimal128(p, _) if *p <= 18) => {
+                    format!("(long long)agg_read_i128({at})")
+                }
+                AccKind::AddI128 => format!("agg_read_i128({at})"),
+                AccKind::MinF | AccKind::MaxF => {
+                    format!("agg_from_order_key(*(const u64*){at})")
+                }
+                AccKind::MinI64 | AccKind::MaxI64 => format!("*(const long long*){at}"),
+            }
+        };
+        for field in &call.state_fields {
+            let name = field.name();
+            let is_count = name.ends_with("[count]");
+            if !state_fits(kind, arg.ty, is_count, field.data_type()) {
+                compiler.add_reason(unsupported(format!(
+                    "the {function:?} state {name} of type {} does not match the GPU accumulator",
+                    field.data_type()
+                )));
+                ok = false;
+                continue;
+            }
+            let value = if is_count {
+                count_value.clone()
+            } else {
+                sum_value(field.data_type())
+            };
+            states.push(StateOutput {
+                value,
+                valid: if is_count {
+                    "true".into()
+                } else {
+                    has_value.clone()
+                },
+            });
+        }
+    }
+
+    // The output columns: keys, then states, checked against the declared schema.
+    let mut outputs = Vec::new();
+    let mut emit = String::new();
+    let fields = spec.output.fields();
+    if fields.len() != spec.keys.len() + states.len() && ok {
+        compiler.add_reason(unsupported(format!(
+            "the aggregate's output has {} columns where {} keys and {} states were generated",
+            fields.len(),
+            spec.keys.len(),
+            states.len()
+        )));
+        ok = false;
+    }
+    let mut word = 0;
+    for (k, value) in key_values.iter().enumerate() {
+        let words = key_word_exprs(value).len();
+        let Some(field) = fields.get(k) else { break };
+        let Some(c_type) = output_c_type(field.data_type()) else {
+            compiler.add_reason(PlacementReason::new(
+                ReasonCode::UnsupportedType,
+                format!(
+                    "group keys of type {} are not produced on the GPU yet",
+                    field.data_type()
+                ),
+            ));
+            ok = false;
+            continue;
+        };
+        let valid = format!("((keys[{null_word}] >> {k}) & 1ULL) == 0ULL");
+        let value_expr = if words == 2 {
+            format!(
+                "(__int128)(((unsigned __int128)keys[{}] << 64) | (unsigned __int128)keys[{word}])",
+                word + 1
+            )
+        } else if value.ty == CudaType::F64 {
+            format!("__longlong_as_double((long long)keys[{word}])")
+        } else if value.ty == CudaType::F32 {
+            format!("__int_as_float((int)(unsigned)keys[{word}])")
+        } else {
+            format!("({c_type})(long long)keys[{word}]")
+        };
+        emit_column(
+            &mut emit,
+            outputs.len(),
+            field.data_type(),
+            c_type,
+            &value_expr,
+            &valid,
+        );
+        let dictionary_column = (value.ty == CudaType::StrCode)
+            .then(|| compiler.input_column_of(value))
+            .flatten();
+        if value.ty == CudaType::StrCode && dictionary_column.is_none() {
+            compiler.add_reason(unsupported(format!(
+                "string group key {} is not an input column",
+                spec.keys[k]
+            )));
+            ok = false;
+        }
+        outputs.push(OutputSource::Key {
+            key: k,
+            dictionary_column,
+        });
+        word += words;
+    }
+    for (i, state) in states.iter().enumerate() {
+        let Some(field) = fields.get(spec.keys.len() + i) else {
+            break;
+        };
+        let Some(c_type) = output_c_type(field.data_type()) else {
+            compiler.add_reason(PlacementReason::new(
+                ReasonCode::UnsupportedType,
+                format!(
+                    "aggregate states of type {} are not produced on the GPU yet",
+                    field.data_type()
+                ),
+            ));
+            ok = false;
+            continue;
+        };
+        let value = format!("({c_type})({})", state.value);
+        emit_column(
+            &mut emit,
+            outputs.len(),
+            field.data_type(),
+            c_type,
+            &value,
+            &state.valid,
+        );
+        outputs.push(OutputSource::State);
+    }
+    if !ok {
+        let mut reasons = compiler.reasons().to_vec();
+        if reasons.is_empty() {
+            reasons.push(unsupported(
+                "the aggregate cannot be generated for the GPU".into(),
+            ));
+        }
+        return Err(reasons);
+    }
+
+    // The row kernel: pipeline, key, slot, accumulator updates.
+    let mut key_setup = String::new();
+    let _ = writeln!(key_setup, "        u64 key[AGG_KEY_WORDS_ALLOC];");
+    let mut word = 0;
+    let mut null_flags = Vec::new();
+    for (k, value) in key_values.iter().enumerate() {
+        for expr in key_word_exprs(value) {
+            let _ = writeln!(
+                key_setup,
+                "        key[{word}] = {} ? {expr} : 0ULL;",
+                value.valid
+            );
+            word += 1;
+        }
+        null_flags.push(format!("({} ? 0ULL : {}ULL)", value.valid, 1u64 << k));
+    }
+    if key_words > 0 {
+        let _ = writeln!(
+            key_setup,
+            "        key[{null_word}] = {};",
+            null_flags.join(" | ")
+        );
+    }
+    let _ = writeln!(key_setup, "        u64 hash = 0x243f6a8885a308d3ULL;");
+    let _ = writeln!(
+        key_setup,
+        "        for (int w = 0; w < AGG_KEY_WORDS; ++w) hash = agg_mix(hash, key[w]);"
+    );
+    let _ = writeln!(
+        key_setup,
+        "        const u64 tag = agg_finish(hash) | 2ULL;"
+    );
+
+    let acc_bytes = layout.padded_bytes();
+    let init = layout
+        .accs
+        .iter()
+        .map(|acc| {
+            let mut s = format!(
+                "    ((u64*)(a + {}))[0] = {};\n",
+                acc.offset,
+                acc.kind.identity()
+            );
+            if acc.kind == AccKind::AddI128 {
+                let _ = writeln!(s, "    ((u64*)(a + {}))[1] = 0ULL;", acc.offset);
+            }
+            s
+        })
+        .collect::<String>();
+    let merge = layout
+        .accs
+        .iter()
+        .map(|acc| {
+            format!(
+                "    {}\n",
+                acc.kind.merge(
+                    &format!("(dst + {})", acc.offset),
+                    &format!("(src + {})", acc.offset)
+                )
+            )
+        })
+        .collect::<String>();
+    let rows_update = ROWS.kind.update(&acc_at(ROWS), "1ULL");
+    let body = compiler.body();
+    let fold_kernel = if key_words == 0 {
+        // One group: each thread folds its rows into its own accumulators (registers),
+        // then once into the block's, then the block once into the device table.
+        let local = |text: &str| {
+            text.replace("(a + ", "(my + ")
+                .replace("agg_add_", "aggl_add_")
+                .replace("agg_min_", "aggl_min_")
+                .replace("agg_max_", "aggl_max_")
+        };
+        global_fold_kernel(body, &local(&rows_update), &local(&updates))
+    } else {
+        keyed_fold_kernel(body, &key_setup, &rows_update, &updates)
+    };
+    let source = format!(
+        r#"{PRELUDE}
+#define AGG_KEY_WORDS {key_words}
+#define AGG_KEY_WORDS_ALLOC {key_alloc}
+#define AGG_ACC_BYTES {acc_bytes}
+#define AGG_LOCAL_SLOTS {LOCAL_SLOTS}
+#define AGG_LOCAL_PROBES {LOCAL_PROBES}
+{AGG_PRELUDE}
+__device__ __forceinline__ void agg_init_slot(unsigned char* a) {{
+{init}}}
+
+__device__ __forceinline__ void agg_merge_slot(unsigned char* dst, const unsigned char* src) {{
+{merge}}}
+
+extern "C" __global__ void {AGG_INIT_ENTRY}(unsigned char* acc, long long slots) {{
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    for (long long s = (long long)blockIdx.x * blockDim.x + threadIdx.x; s < slots; s += stride)
+        agg_init_slot(acc + s * AGG_ACC_BYTES);
+}}
+
+{fold_kernel}
+extern "C" __global__ void {AGG_REHASH_ENTRY}(const u64* old_state, const u64* old_keys,
+        const unsigned char* old_acc, long long old_slots, u64* state, u64* keys,
+        unsigned char* acc, long long mask) {{
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    for (long long s = (long long)blockIdx.x * blockDim.x + threadIdx.x; s < old_slots; s += stride) {{
+        const u64 tag = old_state[s];
+        if (tag < 2ULL) continue;
+        long long pos = (long long)(tag >> 2) & mask;
+        while (atomicCAS(&state[pos], AGG_EMPTY, tag) != AGG_EMPTY) pos = (pos + 1) & mask;
+        for (int w = 0; w < AGG_KEY_WORDS; ++w) keys[pos * AGG_KEY_WORDS + w] = old_keys[s * AGG_KEY_WORDS + w];
+        for (int b = 0; b < AGG_ACC_BYTES / 8; ++b)
+            ((u64*)(acc + pos * AGG_ACC_BYTES))[b] = ((const u64*)(old_acc + s * AGG_ACC_BYTES))[b];
+    }}
+}}
+
+extern "C" __global__ void {AGG_EMIT_ENTRY}(const u64* state, const u64* table_keys,
+        const unsigned char* acc, long long slots, u64* counter, const u64* outputs) {{
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    for (long long s = (long long)blockIdx.x * blockDim.x + threadIdx.x; s < slots; s += stride) {{
+        if (state[s] < 2ULL) continue;
+        const long long out = (long long)atomicAdd(counter, 1ULL);
+        const u64* keys = table_keys + s * AGG_KEY_WORDS;
+        const unsigned char* a = acc + s * AGG_ACC_BYTES;
+        (void)keys; (void)a;
+{emit}    }}
+}}
+"#,
+        key_alloc = key_words.max(1),
+    );
+    Ok(AggregateKernels {
+        source,
+        key_words,
+        acc_bytes,
+        outputs,
+    })
+}
+
+/// Whether a state column of `data_type` can be written from an accumulator of `kind`
+/// over an argument of type `arg` without changing its meaning.
+fn state_fits(kind: AccKind, arg: CudaType, is_count: bool, data_type: &DataType) -> bool {
+    if is_count {
+        return matches!(data_type, DataType::Int64 | DataType::UInt64);
+    }
+    match (kind, data_type) {
+        (AccKind::AddF64, DataType::Float64) => true,
+        (AccKind::AddU64, DataType::Int64) => true,
+        (AccKind::AddI128, DataType::Decimal128(_, scale)) => arg.decimal_scale() == Some(*scale),
+        (AccKind::MinF | AccKind::MaxF, DataType::Float32 | DataType::Float64) => {
+            CudaType::of(data_type).ok() == Some(arg)
+        }
+        (AccKind::MinI64 | AccKind::MaxI64, t) => CudaType::of(t).ok() == Some(arg),
+        _ => false,
+    }
+}
+
+/// The fold kernel of an aggregate without group keys.
+fn global_fold_kernel(body: &str, rows_update: &str, updates: &str) -> String {
+    format!(
+        r#"extern "C" __global__ void {AGG_ENTRY}(const u64* __restrict__ columns, long long rows,
+        const unsigned* __restrict__ row_ids, u64* state, u64* keys, unsigned char* acc,
+        long long mask, long long max_fill, u64* counters, unsigned* overflow) {{
+    __shared__ __align__(16) unsigned char block_acc[AGG_ACC_BYTES];
+    __align__(16) unsigned char my[AGG_ACC_BYTES];
+    agg_init_slot(my);
+    if (threadIdx.x == 0) agg_init_slot(block_acc);
+    __syncthreads();
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < rows; i += stride) {{
+        const long long row = row_ids ? (long long)row_ids[i] : i;
+{body}        {rows_update}
+{updates}    }}
+    if (*(const u64*)my > 0ULL) agg_merge_slot(block_acc, my);
+    __syncthreads();
+    if (threadIdx.x == 0 && *(const u64*)block_acc > 0ULL) {{
+        // The one group always fits: the table holds at least two slots per group.
+        u64 key[1] = {{0ULL}};
+        const u64 tag = agg_finish(0x243f6a8885a308d3ULL) | 2ULL;
+        const long long slot = agg_find_or_insert(state, keys, mask, max_fill, &counters[0], key, tag);
+        if (slot >= 0) agg_merge_slot(acc + slot * AGG_ACC_BYTES, block_acc);
+    }}
+    (void)overflow;
+}}
+"#
+    )
+}
+
+/// The fold kernel of an aggregate with group keys: a block-local table in shared
+/// memory, keyed by the full key, catches the groups a block sees most; the device
+/// table is probed once per new group per block (and by rows that find the local table
+/// crowded).
+fn keyed_fold_kernel(body: &str, key_setup: &str, rows_update: &str, updates: &str) -> String {
+    format!(
+        r#"extern "C" __global__ void {AGG_ENTRY}(const u64* __restrict__ columns, long long rows,
+        const unsigned* __restrict__ row_ids, u64* state, u64* keys, unsigned char* acc,
+        long long mask, long long max_fill, u64* counters, unsigned* overflow) {{
+    __shared__ u64 local_tag[AGG_LOCAL_SLOTS];
+    __shared__ long long local_slot[AGG_LOCAL_SLOTS];
+    __shared__ u64 local_keys[AGG_LOCAL_SLOTS * AGG_KEY_WORDS_ALLOC];
+    __shared__ __align__(16) unsigned char local_acc[AGG_LOCAL_SLOTS * AGG_ACC_BYTES];
+    for (int i = threadIdx.x; i < AGG_LOCAL_SLOTS; i += blockDim.x) {{
+        local_tag[i] = AGG_EMPTY;
+        local_slot[i] = -1;
+        agg_init_slot(local_acc + i * AGG_ACC_BYTES);
+    }}
+    __syncthreads();
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < rows; i += stride) {{
+        const long long row = row_ids ? (long long)row_ids[i] : i;
+{body}{key_setup}        long long slot = -1;
+        unsigned char* a = 0;
+        unsigned l = (unsigned)((tag >> 2) % AGG_LOCAL_SLOTS);
+        for (int p = 0; p < AGG_LOCAL_PROBES; ++p, l = (l + 1) % AGG_LOCAL_SLOTS) {{
+            u64 seen = ((volatile u64*)local_tag)[l];
+            if (seen == AGG_EMPTY) {{
+                seen = atomicCAS((u64*)&local_tag[l], AGG_EMPTY, AGG_BUSY);
+                if (seen == AGG_EMPTY) {{
+                    for (int w = 0; w < AGG_KEY_WORDS; ++w) local_keys[l * AGG_KEY_WORDS + w] = key[w];
+                    slot = agg_find_or_insert(state, keys, mask, max_fill, &counters[0], key, tag);
+                    local_slot[l] = slot;
+                    __threadfence_block();
+                    atomicExch((u64*)&local_tag[l], tag);
+                    a = local_acc + l * AGG_ACC_BYTES;
+                    break;
+                }}
+            }}
+            while (seen == AGG_BUSY) seen = ((volatile u64*)local_tag)[l];
+            if (seen == tag) {{
+                bool same = true;
+                for (int w = 0; w < AGG_KEY_WORDS; ++w)
+                    same = same && ((volatile u64*)local_keys)[l * AGG_KEY_WORDS + w] == key[w];
+                if (same) {{
+                    slot = ((volatile long long*)local_slot)[l];
+                    a = local_acc + l * AGG_ACC_BYTES;
+                    break;
+                }}
+            }}
+        }}
+        if (a == 0) {{
+            slot = agg_find_or_insert(state, keys, mask, max_fill, &counters[0], key, tag);
+            if (slot >= 0) a = acc + slot * AGG_ACC_BYTES;
+        }}
+        if (slot < 0) {{
+            overflow[atomicAdd(&counters[1], 1ULL)] = (unsigned)row;
+            continue;
+        }}
+        {rows_update}
+{updates}    }}
+    __syncthreads();
+    for (int i = threadIdx.x; i < AGG_LOCAL_SLOTS; i += blockDim.x) {{
+        const long long slot = local_slot[i];
+        if (local_tag[i] >= 2ULL && slot >= 0)
+            agg_merge_slot(acc + slot * AGG_ACC_BYTES, local_acc + i * AGG_ACC_BYTES);
+    }}
+}}
+"#
+    )
+}
+
+fn unreachable_count() -> AccKind {
+    // COUNT returns before the accumulator choice; kept total for the match.
+    AccKind::AddU64
+}
+
+fn acc_at(acc: Acc) -> String {
+    format!("(a + {})", acc.offset)
+}
+
+/// Appends the statements writing output column `index` (value and validity bit).
+fn emit_column(
+    emit: &mut String,
+    index: usize,
+    data_type: &DataType,
+    c_type: &str,
+    value: &str,
+    valid: &str,
+) {
+    let values = 2 * index;
+    let validity = 2 * index + 1;
+    let _ = writeln!(emit, "        {{");
+    let _ = writeln!(emit, "            const bool ok = {valid};");
+    if *data_type == DataType::Boolean {
+        let _ = writeln!(
+            emit,
+            "            if (ok && ({value})) atomicOr(&((unsigned*)outputs[{values}])[out >> 5], 1u << (out & 31));"
+        );
+    } else {
+        let _ = writeln!(
+            emit,
+            "            (({c_type}*)outputs[{values}])[out] = ok ? ({c_type})({value}) : ({c_type})0;"
+        );
+    }
+    let _ = writeln!(
+        emit,
+        "            if (ok) atomicOr(&((unsigned*)outputs[{validity}])[out >> 5], 1u << (out & 31));"
+    );
+    let _ = writeln!(emit, "        }}");
+}

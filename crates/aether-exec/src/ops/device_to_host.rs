@@ -1,0 +1,193 @@
+//! `DeviceToHostExec`: the exit of a GPU segment, where device batches become Arrow
+//! record batches again.
+//!
+//! It also keeps the CPU plan the segment replaced. If the GPU runs out of memory
+//! before the segment has produced anything, the same work runs on the CPU instead,
+//! with a warning naming the GPU: a query never fails for lack of device memory.
+
+use std::fmt;
+use std::sync::Arc;
+
+use aether_gpu::DeviceError;
+use datafusion::common::tree_node::TreeNodeRecursion;
+use datafusion::error::{DataFusionError, Result};
+use datafusion::execution::{SendableRecordBatchStream, TaskContext};
+use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
+use datafusion::physical_plan::coalesce_partitions::CoalescePartitionsExec;
+use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
+use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
+use datafusion::physical_plan::{
+    DisplayAs, DisplayFormatType, ExecutionPlan, ExecutionPlanProperties, Partitioning,
+    PlanProperties,
+};
+use futures::StreamExt;
+
+use super::{as_device_exec, device_error};
+
+/// Downloads the device batches of the GPU operator below it.
+#[derive(Debug)]
+pub struct DeviceToHostExec {
+    input: Arc<dyn ExecutionPlan>,
+    device: Arc<aether_gpu::GpuDevice>,
+    /// The CPU plan computing the same rows, run if the GPU runs out of memory.
+    fallback: Arc<dyn ExecutionPlan>,
+    properties: Arc<PlanProperties>,
+}
+
+impl DeviceToHostExec {
+    pub fn new(
+        input: Arc<dyn ExecutionPlan>,
+        device: Arc<aether_gpu::GpuDevice>,
+        fallback: Arc<dyn ExecutionPlan>,
+    ) -> Self {
+        let properties = PlanProperties::new(
+            EquivalenceProperties::new(input.schema()),
+            Partitioning::UnknownPartitioning(1),
+            EmissionType::Final,
+            Boundedness::Bounded,
+        );
+        let fallback: Arc<dyn ExecutionPlan> =
+            if fallback.output_partitioning().partition_count() > 1 {
+                Arc::new(CoalescePartitionsExec::new(fallback))
+            } else {
+                fallback
+            };
+        Self {
+            input,
+            device,
+            fallback,
+            properties: Arc::new(properties),
+        }
+    }
+}
+
+impl DisplayAs for DeviceToHostExec {
+    fn fmt_as(&self, _: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(f, "DeviceToHostExec")
+    }
+}
+
+fn is_out_of_memory(error: &DataFusionError) -> bool {
+    match error {
+        DataFusionError::External(inner) => matches!(
+            inner.downcast_ref::<DeviceError>(),
+            Some(DeviceError::OutOfMemory { .. })
+        ),
+        _ => false,
+    }
+}
+
+impl ExecutionPlan for DeviceToHostExec {
+    fn name(&self) -> &str {
+        "DeviceToHostExec"
+    }
+
+    fn properties(&self) -> &Arc<PlanProperties> {
+        &self.properties
+    }
+
+    fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
+        vec![&self.input]
+    }
+
+    fn apply_expressions(
+        &self,
+        _: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> Result<TreeNodeRecursion>,
+    ) -> Result<TreeNodeRecursion> {
+        Ok(TreeNodeRecursion::Continue)
+    }
+
+    fn with_new_children(
+        self: Arc<Self>,
+        mut children: Vec<Arc<dyn ExecutionPlan>>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        let input = children
+            .pop()
+            .ok_or_else(|| DataFusionError::Internal("DeviceToHostExec needs one child".into()))?;
+        Ok(Arc::new(Self::new(
+            input,
+            Arc::clone(&self.device),
+            Arc::clone(&self.fallback),
+        )))
+    }
+
+    fn execute(
+        &self,
+        partition: usize,
+        context: Arc<TaskContext>,
+    ) -> Result<SendableRecordBatchStream> {
+        if partition != 0 {
+            return Err(DataFusionError::Internal(format!(
+                "DeviceToHostExec has one partition, not {partition}"
+            )));
+        }
+        let gpu = as_device_exec(&self.input).ok_or_else(|| {
+            DataFusionError::Internal("DeviceToHostExec sits on a GPU operator".into())
+        })?;
+        let mut batches = gpu.execute_device(Arc::clone(&context))?;
+        let device = Arc::clone(&self.device);
+        let fallback = Arc::clone(&self.fallback);
+        let schema = self.schema();
+        let stream = async_stream_of(move |sender| async move {
+            let mut produced = false;
+            while let Some(batch) = batches.next().await {
+                let host = batch.and_then(|b| b.download(&device).map_err(device_error));
+                match host {
+                    Ok(host) => {
+                        produced = true;
+                        if sender.send(Ok(host)).await.is_err() {
+                            return;
+                        }
+                    }
+                    Err(e) if !produced && is_out_of_memory(&e) => {
+                        eprintln!("warning: {e}; running this part of the query on the CPU");
+                        drop(batches);
+                        match fallback.execute(0, context) {
+                            Ok(mut cpu) => {
+                                while let Some(batch) = cpu.next().await {
+                                    if sender.send(batch).await.is_err() {
+                                        return;
+                                    }
+                                }
+                            }
+                            Err(e) => {
+                                let _ = sender.send(Err(e)).await;
+                            }
+                        }
+                        return;
+                    }
+                    Err(e) => {
+                        let _ = sender.send(Err(e)).await;
+                        return;
+                    }
+                }
+            }
+        });
+        Ok(Box::pin(RecordBatchStreamAdapter::new(schema, stream)))
+    }
+}
+
+/// A stream fed by `produce` through a small channel.
+fn async_stream_of<F, Fut>(
+    produce: F,
+) -> impl futures::Stream<Item = Result<datafusion::arrow::array::RecordBatch>> + Send
+where
+    F: FnOnce(tokio::sync::mpsc::Sender<Result<datafusion::arrow::array::RecordBatch>>) -> Fut,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let (sender, receiver) = tokio::sync::mpsc::channel(2);
+    let task = tokio::spawn(produce(sender));
+    let guard = AbortOnDrop(task);
+    futures::stream::unfold((receiver, guard), |(mut receiver, guard)| async move {
+        receiver.recv().await.map(|item| (item, (receiver, guard)))
+    })
+}
+
+/// Aborts a spawned task when the stream reading it is dropped.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}

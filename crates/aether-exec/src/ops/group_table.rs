@@ -1,0 +1,353 @@
+//! The device hash table of a GPU aggregate, driven from the host.
+//!
+//! The table starts small (few groups are the common case, and a small table stays in
+//! cache). A batch runs the fused aggregate kernel over all its rows; rows whose group
+//! found the table half full are listed in an overflow buffer instead of being folded.
+//! The host then grows the table to fit (moving every group with the rehash kernel)
+//! and runs the kernel again over the overflow rows only, until none is left. Each
+//! row is folded exactly once, so the result is exact whatever the number of groups.
+
+use std::sync::Arc;
+
+use aether_gpu::CudaFunction;
+use aether_gpu::launch::{KernelArg, grid_for, launch_kernel};
+use aether_gpu::{DeviceBatch, DeviceBuffer, DeviceColumn, DeviceError, DeviceForm, GpuDevice};
+use datafusion::arrow::array::{Array, StringArray};
+use datafusion::arrow::datatypes::SchemaRef;
+
+use crate::codegen::aggregate::{
+    AGG_EMIT_ENTRY, AGG_ENTRY, AGG_INIT_ENTRY, AGG_REHASH_ENTRY, AggregateKernels, OutputSource,
+};
+
+const OWNER: &str = "GpuHashAggregateExec";
+const THREADS: u32 = 256;
+const FIRST_SLOTS: usize = 1 << 10;
+
+/// The loaded kernels of one aggregate.
+#[derive(Debug)]
+struct Functions {
+    init: CudaFunction,
+    fold: CudaFunction,
+    rehash: CudaFunction,
+    emit: CudaFunction,
+}
+
+/// One generation of the table.
+#[derive(Debug)]
+struct Table {
+    slots: usize,
+    state: DeviceBuffer,
+    keys: DeviceBuffer,
+    acc: DeviceBuffer,
+}
+
+/// An aggregate's groups on the device.
+#[derive(Debug)]
+pub struct GroupTable {
+    device: Arc<GpuDevice>,
+    kernels: AggregateKernels,
+    functions: Functions,
+    table: Table,
+    /// `[groups, overflowed rows]`.
+    counters: DeviceBuffer,
+    /// For each input column holding string codes, the largest dictionary seen.
+    dictionaries: Vec<Option<Arc<StringArray>>>,
+}
+
+impl GroupTable {
+    pub fn new(device: Arc<GpuDevice>, kernels: AggregateKernels) -> Result<Self, DeviceError> {
+        let (functions, _) = device.load_kernels(
+            &kernels.source,
+            &[AGG_INIT_ENTRY, AGG_ENTRY, AGG_REHASH_ENTRY, AGG_EMIT_ENTRY],
+        )?;
+        let [init, fold, rehash, emit]: [CudaFunction; 4] = functions
+            .try_into()
+            .map_err(|_| DeviceError::Internal("aggregate kernels missing".into()))?;
+        let functions = Functions {
+            init,
+            fold,
+            rehash,
+            emit,
+        };
+        let table = new_table(&device, &kernels, &functions, FIRST_SLOTS)?;
+        let counters = DeviceBuffer::zeroed(&device, OWNER, 16)?;
+        Ok(Self {
+            device,
+            kernels,
+            functions,
+            table,
+            counters,
+            dictionaries: Vec::new(),
+        })
+    }
+
+    /// Folds every row of `batch` into the groups.
+    pub fn fold(&mut self, batch: &DeviceBatch) -> Result<(), DeviceError> {
+        self.note_dictionaries(batch);
+        if batch.num_rows == 0 {
+            return Ok(());
+        }
+        let device = Arc::clone(&self.device);
+        let columns = column_pointers(&device, batch)?;
+        let mut overflow = DeviceBuffer::alloc(&device, OWNER, 4 * batch.num_rows)?;
+        let mut spare: Option<DeviceBuffer> = None;
+        let mut row_ids: Option<DeviceBuffer> = None;
+        let mut rows = batch.num_rows;
+        loop {
+            let start = std::time::Instant::now();
+            self.run_fold(&columns, rows, row_ids.as_ref(), &overflow)?;
+            let (groups, overflowed) = self.read_counters()?;
+            crate::trace::phase("aggregate kernel", start, || {
+                format!("{rows} rows, {groups} groups, {overflowed} overflowed")
+            });
+            if overflowed == 0 {
+                return Ok(());
+            }
+            // Grow so that every group so far and every overflowed row fits at half load.
+            let needed = (2 * (groups + overflowed)).next_power_of_two();
+            self.grow(needed.max(self.table.slots * 4))?;
+            self.reset_overflow(groups)?;
+            // The overflowed rows become the next pass's rows; the old id list is reused
+            // for the next pass's overflow.
+            let next_overflow = match spare.take() {
+                Some(buffer) => buffer,
+                None => DeviceBuffer::alloc(&device, OWNER, 4 * overflowed)?,
+            };
+            spare = row_ids.replace(std::mem::replace(&mut overflow, next_overflow));
+            rows = overflowed;
+        }
+    }
+
+    /// Writes one row per group in the aggregate's output layout.
+    pub fn emit(&self, schema: &SchemaRef) -> Result<DeviceBatch, DeviceError> {
+        let device = &self.device;
+        let start = std::time::Instant::now();
+        let (groups, _) = self.read_counters()?;
+        let mut columns = Vec::with_capacity(schema.fields().len());
+        let mut pointers = Vec::with_capacity(2 * schema.fields().len());
+        for (field, source) in schema.fields().iter().zip(&self.kernels.outputs) {
+            let data_type = field.data_type().clone();
+            let form = match source {
+                OutputSource::Key {
+                    dictionary_column: Some(column),
+                    ..
+                } => DeviceForm::DictionaryCodes {
+                    dictionary: self
+                        .dictionaries
+                        .get(*column)
+                        .cloned()
+                        .flatten()
+                        .unwrap_or_else(|| Arc::new(StringArray::from(vec![""]))),
+                },
+                _ => aether_gpu::layout::device_form_of(&data_type, &Default::default())?,
+            };
+            let value_bytes = match &form {
+                DeviceForm::Fixed { width } => groups * width,
+                DeviceForm::Boolean => groups.div_ceil(32) * 4,
+                DeviceForm::NarrowDecimal => groups * 8,
+                DeviceForm::DictionaryCodes { .. } => groups * 4,
+                DeviceForm::Strings => {
+                    return Err(DeviceError::Internal(
+                        "an aggregate output of plain strings".into(),
+                    ));
+                }
+            };
+            let values = DeviceBuffer::zeroed(device, OWNER, value_bytes)?;
+            let validity = DeviceBuffer::zeroed(device, OWNER, groups.div_ceil(32) * 4)?;
+            pointers.push(values.address(device));
+            pointers.push(validity.address(device));
+            columns.push(DeviceColumn {
+                data_type,
+                form,
+                len: groups,
+                null_count: 0,
+                values,
+                validity: Some(validity),
+                offsets: None,
+            });
+        }
+        if groups > 0 {
+            let outputs = upload_words(device, &pointers)?;
+            let counter = DeviceBuffer::zeroed(device, OWNER, 8)?;
+            let table = &self.table;
+            // SAFETY: `aether_agg_emit(const u64* state, const u64* keys, const unsigned
+            // char* acc, long long slots, u64* counter, const u64* outputs)`: the table
+            // buffers hold `slots` entries; `outputs` holds a values and a validity
+            // pointer per output column, each sized above for `groups` rows, and the
+            // kernel writes one row per occupied slot, of which there are `groups`.
+            unsafe {
+                launch_kernel(
+                    device,
+                    &self.functions.emit,
+                    grid_for(device, table.slots, THREADS),
+                    &[
+                        KernelArg::Buffer(&table.state),
+                        KernelArg::Buffer(&table.keys),
+                        KernelArg::Buffer(&table.acc),
+                        KernelArg::I64(table.slots as i64),
+                        KernelArg::Buffer(&counter),
+                        KernelArg::Buffer(&outputs),
+                    ],
+                )?;
+            }
+        }
+        if crate::trace::enabled() {
+            let _ = device.stream().synchronize();
+        }
+        crate::trace::phase("aggregate emit", start, || format!("{groups} groups"));
+        Ok(DeviceBatch {
+            schema: Arc::clone(schema),
+            columns,
+            num_rows: groups,
+        })
+    }
+
+    fn note_dictionaries(&mut self, batch: &DeviceBatch) {
+        if self.dictionaries.len() < batch.columns.len() {
+            self.dictionaries.resize(batch.columns.len(), None);
+        }
+        for (i, column) in batch.columns.iter().enumerate() {
+            if let DeviceForm::DictionaryCodes { dictionary } = &column.form {
+                let larger = self.dictionaries[i]
+                    .as_ref()
+                    .is_none_or(|kept| kept.len() < dictionary.len());
+                if larger {
+                    self.dictionaries[i] = Some(Arc::clone(dictionary));
+                }
+            }
+        }
+    }
+
+    fn run_fold(
+        &self,
+        columns: &DeviceBuffer,
+        rows: usize,
+        row_ids: Option<&DeviceBuffer>,
+        overflow: &DeviceBuffer,
+    ) -> Result<(), DeviceError> {
+        let device = &self.device;
+        let table = &self.table;
+        let mut config = grid_for(device, rows, THREADS);
+        config.shared_mem_bytes = 0;
+        let row_ids = match row_ids {
+            Some(ids) => KernelArg::Buffer(ids),
+            None => KernelArg::Address(0),
+        };
+        // SAFETY: `aether_agg(const u64* columns, long long rows, const unsigned* row_ids,
+        // u64* state, u64* keys, unsigned char* acc, long long mask, long long max_fill,
+        // u64* counters, unsigned* overflow)`: `columns` holds two pointers per column of
+        // a batch with at least `rows` rows (or `row_ids` lists `rows` row numbers of
+        // it); the table holds `slots` (a power of two) entries; `counters` is two
+        // words; `overflow` has room for `rows` row numbers.
+        unsafe {
+            launch_kernel(
+                device,
+                &self.functions.fold,
+                config,
+                &[
+                    KernelArg::Buffer(columns),
+                    KernelArg::I64(rows as i64),
+                    row_ids,
+                    KernelArg::Buffer(&table.state),
+                    KernelArg::Buffer(&table.keys),
+                    KernelArg::Buffer(&table.acc),
+                    KernelArg::I64(table.slots as i64 - 1),
+                    KernelArg::I64((table.slots / 2) as i64),
+                    KernelArg::Buffer(&self.counters),
+                    KernelArg::Buffer(overflow),
+                ],
+            )
+        }
+    }
+
+    fn read_counters(&self) -> Result<(usize, usize), DeviceError> {
+        let bytes = self.counters.download(&self.device)?;
+        let words = bytes.typed_data::<u64>();
+        Ok((words[0] as usize, words[1] as usize))
+    }
+
+    fn reset_overflow(&mut self, groups: usize) -> Result<(), DeviceError> {
+        let words = [groups as u64, 0u64];
+        self.counters = upload_words(&self.device, &words)?;
+        Ok(())
+    }
+
+    fn grow(&mut self, slots: usize) -> Result<(), DeviceError> {
+        let device = Arc::clone(&self.device);
+        let bigger = new_table(&device, &self.kernels, &self.functions, slots)?;
+        let old = &self.table;
+        // SAFETY: `aether_agg_rehash(const u64* old_state, const u64* old_keys, const
+        // unsigned char* old_acc, long long old_slots, u64* state, u64* keys, unsigned
+        // char* acc, long long mask)`: both tables are sized for their slot counts, and
+        // the new one has more empty slots than the old one has groups, so every
+        // insertion finds a slot.
+        unsafe {
+            launch_kernel(
+                &device,
+                &self.functions.rehash,
+                grid_for(&device, old.slots, THREADS),
+                &[
+                    KernelArg::Buffer(&old.state),
+                    KernelArg::Buffer(&old.keys),
+                    KernelArg::Buffer(&old.acc),
+                    KernelArg::I64(old.slots as i64),
+                    KernelArg::Buffer(&bigger.state),
+                    KernelArg::Buffer(&bigger.keys),
+                    KernelArg::Buffer(&bigger.acc),
+                    KernelArg::I64(bigger.slots as i64 - 1),
+                ],
+            )?;
+        }
+        self.table = bigger;
+        Ok(())
+    }
+}
+
+fn new_table(
+    device: &GpuDevice,
+    kernels: &AggregateKernels,
+    functions: &Functions,
+    slots: usize,
+) -> Result<Table, DeviceError> {
+    let state = DeviceBuffer::zeroed(device, OWNER, slots * 8)?;
+    let keys = DeviceBuffer::alloc(device, OWNER, slots * 8 * kernels.key_words.max(1))?;
+    let acc = DeviceBuffer::alloc(device, OWNER, slots * kernels.acc_bytes)?;
+    // SAFETY: `aether_agg_init(unsigned char* acc, long long slots)` writes
+    // `slots * AGG_ACC_BYTES` bytes, which `acc` holds.
+    unsafe {
+        launch_kernel(
+            device,
+            &functions.init,
+            grid_for(device, slots, THREADS),
+            &[KernelArg::Buffer(&acc), KernelArg::I64(slots as i64)],
+        )?;
+    }
+    Ok(Table {
+        slots,
+        state,
+        keys,
+        acc,
+    })
+}
+
+/// The device pointer table generated kernels read columns through: values, then the
+/// validity bitmap or 0, per column.
+pub fn column_pointers(
+    device: &GpuDevice,
+    batch: &DeviceBatch,
+) -> Result<DeviceBuffer, DeviceError> {
+    let mut pointers = Vec::with_capacity(2 * batch.columns.len() + 1);
+    for column in &batch.columns {
+        pointers.push(column.values.address(device));
+        pointers.push(column.validity.as_ref().map_or(0, |v| v.address(device)));
+    }
+    if pointers.is_empty() {
+        pointers.push(0);
+    }
+    upload_words(device, &pointers)
+}
+
+fn upload_words(device: &GpuDevice, words: &[u64]) -> Result<DeviceBuffer, DeviceError> {
+    let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+    DeviceBuffer::upload(device, OWNER, &bytes)
+}

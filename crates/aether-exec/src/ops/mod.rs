@@ -1,0 +1,65 @@
+//! Aether's GPU operators: DataFusion `ExecutionPlan`s that hand device batches to each
+//! other.
+//!
+//! A GPU segment is `HostToDeviceExec -> (GpuFilterExec | GpuProjectExec)* ->
+//! GpuHashAggregateExec -> DeviceToHostExec`. Only the transitions speak
+//! `RecordBatch`: inside a segment, operators call [`DeviceExec::execute_device`] on
+//! their child and pass `DeviceBatch`es that never leave the GPU. Filters and
+//! projections are fused into the kernel of the aggregate above them, so they exist in
+//! the plan (EXPLAIN shows them) but run no kernel of their own.
+
+use std::pin::Pin;
+use std::sync::Arc;
+
+use aether_gpu::{DeviceBatch, DeviceError};
+use datafusion::error::DataFusionError;
+use datafusion::execution::TaskContext;
+use datafusion::physical_plan::ExecutionPlan;
+use futures::Stream;
+
+mod device_to_host;
+mod gpu_aggregate;
+mod gpu_filter;
+mod gpu_project;
+mod group_table;
+mod host_layout;
+mod host_to_device;
+mod resident;
+
+pub use device_to_host::DeviceToHostExec;
+pub use gpu_aggregate::GpuHashAggregateExec;
+pub use gpu_filter::GpuFilterExec;
+pub use gpu_project::GpuProjectExec;
+pub use host_to_device::HostToDeviceExec;
+pub use resident::ResidentTables;
+
+/// Device batches flowing between GPU operators.
+pub type DeviceStream =
+    Pin<Box<dyn Stream<Item = datafusion::error::Result<Arc<DeviceBatch>>> + Send>>;
+
+/// A GPU operator: produces device batches for the GPU operator above it.
+pub trait DeviceExec: ExecutionPlan {
+    fn execute_device(&self, context: Arc<TaskContext>) -> datafusion::error::Result<DeviceStream>;
+}
+
+/// `plan` as a GPU operator, when it is one.
+pub fn as_device_exec(plan: &Arc<dyn ExecutionPlan>) -> Option<&dyn DeviceExec> {
+    if let Some(exec) = plan.downcast_ref::<HostToDeviceExec>() {
+        return Some(exec);
+    }
+    if let Some(exec) = plan.downcast_ref::<GpuHashAggregateExec>() {
+        return Some(exec);
+    }
+    if let Some(exec) = plan.downcast_ref::<GpuFilterExec>() {
+        return Some(exec);
+    }
+    if let Some(exec) = plan.downcast_ref::<GpuProjectExec>() {
+        return Some(exec);
+    }
+    None
+}
+
+/// A device error as a DataFusion error, keeping its GPU-naming message.
+pub(crate) fn device_error(error: DeviceError) -> DataFusionError {
+    DataFusionError::External(Box::new(error))
+}

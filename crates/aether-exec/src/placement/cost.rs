@@ -1,0 +1,135 @@
+//! Does a GPU segment pay? A first cost model from byte counts and measured rates.
+//!
+//! The prediction compares the CPU scanning the segment's input in Arrow form on every
+//! core with the GPU path: the host gathering the input into device layout (also on
+//! every core), PCIe at the staged-upload rate `aether doctor` measures on the H200
+//! (22-26 GB/s), the kernel at HBM speed and a fixed launch and synchronization cost.
+//! Resident input skips the gathering and PCIe. The rates are rough and deliberately
+//! conservative for the GPU; each decision prints its numbers so they can be checked.
+
+use datafusion::arrow::datatypes::{DataType, Schema};
+
+/// Rates the model uses, in bytes per second unless named otherwise.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CostModel {
+    /// Arrow bytes one CPU core filters and aggregates per second.
+    pub cpu_scan_per_core: f64,
+    /// Arrow bytes one core gathers into device layout per second.
+    pub gather_per_core: f64,
+    /// Host-to-device upload through the pinned staging pool.
+    pub pcie: f64,
+    /// Device memory read rate of a fused kernel.
+    pub hbm: f64,
+    /// Launches, synchronizations and the result download, in seconds.
+    pub fixed_seconds: f64,
+    pub cores: f64,
+}
+
+impl Default for CostModel {
+    fn default() -> Self {
+        Self {
+            cpu_scan_per_core: 1.0e9,
+            gather_per_core: 4.0e9,
+            pcie: 20.0e9,
+            hbm: 3.0e12,
+            fixed_seconds: 0.5e-3,
+            cores: std::thread::available_parallelism().map_or(1.0, |n| n.get() as f64),
+        }
+    }
+}
+
+/// A prediction, in milliseconds.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Prediction {
+    pub cpu_ms: f64,
+    pub gpu_ms: f64,
+    pub transfer_ms: f64,
+    pub rows: usize,
+}
+
+impl Prediction {
+    pub fn gpu_pays(&self) -> bool {
+        self.gpu_ms < self.cpu_ms
+    }
+
+    pub fn describe(&self) -> String {
+        format!(
+            "predicted GPU {:.1} ms (host gather and PCIe {:.1} ms) vs CPU {:.1} ms for {} input rows",
+            self.gpu_ms, self.transfer_ms, self.cpu_ms, self.rows
+        )
+    }
+}
+
+fn arrow_width(data_type: &DataType) -> usize {
+    match data_type {
+        DataType::Boolean | DataType::Int8 | DataType::UInt8 => 1,
+        DataType::Int16 | DataType::UInt16 => 2,
+        DataType::Int32 | DataType::UInt32 | DataType::Float32 | DataType::Date32 => 4,
+        DataType::Decimal128(_, _) | DataType::Utf8View => 16,
+        DataType::Utf8 | DataType::LargeUtf8 => 20,
+        _ => 8,
+    }
+}
+
+fn device_width(data_type: &DataType) -> usize {
+    match data_type {
+        DataType::Decimal128(p, _) if *p <= 18 => 8,
+        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => 4,
+        other => arrow_width(other),
+    }
+}
+
+impl CostModel {
+    /// The prediction for a segment reading `rows` rows of `schema`.
+    pub fn predict(&self, schema: &Schema, rows: usize, resident: bool) -> Prediction {
+        let per_row = |width: fn(&DataType) -> usize| -> f64 {
+            schema
+                .fields()
+                .iter()
+                .map(|f| width(f.data_type()) as f64)
+                .sum()
+        };
+        let arrow_bytes = rows as f64 * per_row(arrow_width);
+        let device_bytes = rows as f64 * per_row(device_width);
+        let cpu = arrow_bytes / (self.cpu_scan_per_core * self.cores);
+        let transfer = if resident {
+            0.0
+        } else {
+            arrow_bytes / (self.gather_per_core * self.cores) + device_bytes / self.pcie
+        };
+        let gpu = transfer + device_bytes / self.hbm + self.fixed_seconds;
+        Prediction {
+            cpu_ms: cpu * 1e3,
+            gpu_ms: gpu * 1e3,
+            transfer_ms: transfer * 1e3,
+            rows,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use datafusion::arrow::datatypes::Field;
+
+    use super::*;
+
+    #[test]
+    fn small_inputs_stay_on_the_cpu_and_large_ones_move() {
+        // TPC-H Q1's input: four decimals, a date and two one-letter flags.
+        let mut fields: Vec<Field> = (0..4)
+            .map(|i| Field::new(format!("v{i}"), DataType::Decimal128(15, 2), false))
+            .collect();
+        fields.push(Field::new("d", DataType::Date32, false));
+        fields.push(Field::new("f", DataType::Utf8View, false));
+        fields.push(Field::new("s", DataType::Utf8View, false));
+        let schema = Schema::new(fields);
+        let model = CostModel {
+            cores: 16.0,
+            ..CostModel::default()
+        };
+        assert!(!model.predict(&schema, 1_000, false).gpu_pays());
+        let large = model.predict(&schema, 60_000_000, false);
+        assert!(large.gpu_pays(), "{}", large.describe());
+        assert!(model.predict(&schema, 60_000_000, true).gpu_ms < 5.0);
+    }
+}

@@ -1,0 +1,619 @@
+//! `GpuPlacement`: the physical optimizer rule that moves what pays onto the GPU.
+//!
+//! It walks a DataFusion physical plan from the root. A partial hash aggregate with
+//! only filters and projections between it and its input is a GPU segment candidate:
+//! the expressions, keys and aggregate functions are generated into one kernel
+//! ([`crate::codegen::aggregate`]); if that works, the input's types upload, and (with
+//! `--engine auto`) the cost model predicts a gain, the chain becomes
+//! `DeviceToHostExec <- GpuHashAggregateExec <- Gpu{Project,Filter}Exec* <-
+//! HostToDeviceExec <- input`. Every node that stays on the CPU gets all its reasons.
+//!
+//! Without a device (no GPU, or `aether.sql.mode=explainOnly`) the same decisions are
+//! made and reported, and the plan is returned unchanged.
+
+mod cost;
+mod report;
+
+use std::fmt;
+use std::sync::{Arc, Mutex, Weak};
+
+use aether_gpu::GpuDevice;
+use aether_gpu::layout::{LayoutOptions, device_form_of};
+use datafusion::common::config::ConfigOptions;
+use datafusion::common::stats::Precision;
+use datafusion::error::Result;
+use datafusion::physical_optimizer::PhysicalOptimizerRule;
+use datafusion::physical_plan::aggregates::{AggregateExec, AggregateMode};
+use datafusion::physical_plan::filter::FilterExec;
+use datafusion::physical_plan::projection::ProjectionExec;
+use datafusion::physical_plan::{ExecutionPlan, displayable};
+
+pub use cost::{CostModel, Prediction};
+pub use report::{ExplainFilter, Mark, PlacementReport, ReportLine};
+
+use crate::codegen::aggregate::{AggFunction, AggregateCall, AggregateSpec, aggregate_kernels};
+use crate::codegen::expr_kernel;
+use crate::codegen::pipeline::Stage;
+use crate::engine::Engine;
+use crate::ops::{
+    DeviceToHostExec, GpuFilterExec, GpuHashAggregateExec, GpuProjectExec, HostToDeviceExec,
+    ResidentTables,
+};
+use crate::reason::{PlacementReason, ReasonCode};
+
+/// What placement is asked to do for one plan.
+#[derive(Debug, Clone)]
+pub struct PlacementSettings {
+    /// `cpu` places nothing; `gpu` places everything supported; `auto` asks the cost
+    /// model.
+    pub engine: Engine,
+    /// Why nothing may move (GPU disabled, no GPU found), if so.
+    pub off_reason: Option<String>,
+    /// The device to run on; `None` plans and reports without rewriting the plan
+    /// (explain-only mode, or no GPU).
+    pub device: Option<Arc<GpuDevice>>,
+    pub batch_bytes: usize,
+    /// Keep uploaded inputs on the device across queries.
+    pub resident: Option<Arc<ResidentTables>>,
+    pub cost: CostModel,
+}
+
+impl Default for PlacementSettings {
+    fn default() -> Self {
+        Self {
+            engine: Engine::Auto,
+            off_reason: None,
+            device: None,
+            batch_bytes: 1 << 30,
+            resident: None,
+            cost: CostModel::default(),
+        }
+    }
+}
+
+/// A placed plan and its report.
+#[derive(Debug, Clone)]
+pub struct Placement {
+    pub plan: Arc<dyn ExecutionPlan>,
+    pub report: PlacementReport,
+}
+
+/// Places `plan` according to `settings`.
+pub fn place(plan: Arc<dyn ExecutionPlan>, settings: &PlacementSettings) -> Result<Placement> {
+    let mut report = PlacementReport::default();
+    if settings.engine == Engine::Cpu {
+        report.whole_plan = Some("the CPU engine was chosen (--engine cpu)".into());
+        return Ok(Placement { plan, report });
+    }
+    if let Some(why) = &settings.off_reason {
+        report.whole_plan = Some(why.clone());
+        return Ok(Placement { plan, report });
+    }
+    let mut placer = Placer {
+        settings,
+        lines: Vec::new(),
+    };
+    let placed = placer.visit(&plan, 0)?;
+    report.lines = placer.lines;
+    let plan = if settings.device.is_some() {
+        placed
+    } else {
+        plan
+    };
+    Ok(Placement { plan, report })
+}
+
+struct Placer<'a> {
+    settings: &'a PlacementSettings,
+    lines: Vec<ReportLine>,
+}
+
+/// A partial aggregate's chain down to its input.
+struct Candidate {
+    aggregate: Arc<dyn ExecutionPlan>,
+    /// Filters and projections, top first.
+    chain: Vec<Arc<dyn ExecutionPlan>>,
+    source: Arc<dyn ExecutionPlan>,
+}
+
+fn class_of(plan: &Arc<dyn ExecutionPlan>) -> String {
+    plan.name().to_string()
+}
+
+fn operator_reason(plan: &Arc<dyn ExecutionPlan>) -> PlacementReason {
+    let name = plan.name();
+    if let Some(aggregate) = plan.downcast_ref::<AggregateExec>()
+        && matches!(
+            aggregate.mode(),
+            AggregateMode::Final | AggregateMode::FinalPartitioned
+        )
+    {
+        return PlacementReason::new(
+            ReasonCode::UnsupportedOperator,
+            "the final aggregate merges partial states on the CPU (a GPU final aggregate is not implemented yet)",
+        );
+    }
+    if name == "DataSourceExec" {
+        return PlacementReason::new(
+            ReasonCode::UnsupportedOperator,
+            "GPU scans are not implemented yet (a GPU segment above uploads what this reads)",
+        );
+    }
+    PlacementReason::new(
+        ReasonCode::UnsupportedOperator,
+        format!("GPU does not currently support the operator {name}"),
+    )
+}
+
+impl Placer<'_> {
+    fn line(
+        &mut self,
+        depth: usize,
+        mark: Mark,
+        plan: &Arc<dyn ExecutionPlan>,
+        reasons: Vec<PlacementReason>,
+    ) {
+        self.lines.push(ReportLine {
+            depth,
+            mark,
+            kind: "Exec",
+            class: class_of(plan),
+            text: None,
+            reasons,
+        });
+    }
+
+    fn expression_line(
+        &mut self,
+        depth: usize,
+        class: &str,
+        text: String,
+        reasons: Vec<PlacementReason>,
+    ) {
+        self.lines.push(ReportLine {
+            depth,
+            mark: Mark::NotOnGpu,
+            kind: "Expression",
+            class: class.to_string(),
+            text: Some(text),
+            reasons,
+        });
+    }
+
+    fn visit(
+        &mut self,
+        plan: &Arc<dyn ExecutionPlan>,
+        depth: usize,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        if let Some(candidate) = candidate(plan) {
+            return self.visit_candidate(candidate, depth);
+        }
+        let mut reasons = vec![operator_reason(plan)];
+        if plan.is::<FilterExec>() || plan.is::<ProjectionExec>() {
+            reasons = vec![PlacementReason::new(
+                ReasonCode::NeedsGpuAggregate,
+                "a GPU filter or projection must feed a GPU aggregate in this build (its rows would go back over PCIe)",
+            )];
+        }
+        self.line(depth, Mark::NotOnGpu, plan, reasons);
+        self.expression_lines(plan, depth + 1);
+        self.visit_children(plan, depth + 1)
+    }
+
+    fn visit_children(
+        &mut self,
+        plan: &Arc<dyn ExecutionPlan>,
+        depth: usize,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        let children = plan
+            .children()
+            .into_iter()
+            .map(|child| self.visit(child, depth))
+            .collect::<Result<Vec<_>>>()?;
+        if children.is_empty() {
+            return Ok(Arc::clone(plan));
+        }
+        datafusion::physical_plan::replace_children_if_necessary(Arc::clone(plan), children)
+    }
+
+    /// Lines for the expressions of a CPU filter or projection the GPU could not run.
+    fn expression_lines(&mut self, plan: &Arc<dyn ExecutionPlan>, depth: usize) {
+        let exprs: Vec<_> = if let Some(filter) = plan.downcast_ref::<FilterExec>() {
+            vec![(Arc::clone(filter.predicate()), filter.input().schema())]
+        } else if let Some(projection) = plan.downcast_ref::<ProjectionExec>() {
+            projection
+                .expr()
+                .iter()
+                .map(|e| (Arc::clone(&e.expr), projection.input().schema()))
+                .collect()
+        } else {
+            return;
+        };
+        for (expr, schema) in exprs {
+            // Columns passed through say nothing about what the GPU could compute.
+            let any: &dyn datafusion::physical_expr::PhysicalExpr = expr.as_ref();
+            if any
+                .downcast_ref::<datafusion::physical_expr::expressions::Column>()
+                .is_some()
+            {
+                continue;
+            }
+            if let Err(reasons) = expr_kernel(&expr, &schema) {
+                let any: &dyn datafusion::physical_expr::PhysicalExpr = expr.as_ref();
+                let class = expression_class(any);
+                self.expression_line(depth, &class, expr.to_string(), reasons);
+            }
+        }
+    }
+
+    fn visit_candidate(
+        &mut self,
+        candidate: Candidate,
+        depth: usize,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        let Candidate {
+            aggregate,
+            chain,
+            source,
+        } = candidate;
+        let decision = self.decide(&aggregate, &chain, &source);
+        match decision {
+            Decision::Gpu(spec, kernels) => {
+                self.line(depth, Mark::OnGpu, &aggregate, Vec::new());
+                for (i, node) in chain.iter().enumerate() {
+                    self.line(depth + 1 + i, Mark::OnGpu, node, Vec::new());
+                }
+                let source_depth = depth + 1 + chain.len();
+                let new_source = self.visit(&source, source_depth)?;
+                let Some(device) = &self.settings.device else {
+                    return Ok(aggregate);
+                };
+                let mut gpu: Arc<dyn ExecutionPlan> = Arc::new(HostToDeviceExec::new(
+                    new_source,
+                    Arc::clone(device),
+                    self.settings.batch_bytes,
+                    self.settings.resident.clone(),
+                ));
+                for node in chain.iter().rev() {
+                    gpu = if let Some(filter) = node.downcast_ref::<FilterExec>() {
+                        Arc::new(GpuFilterExec::new(filter, gpu))
+                    } else if let Some(projection) = node.downcast_ref::<ProjectionExec>() {
+                        Arc::new(GpuProjectExec::new(projection, gpu))
+                    } else {
+                        return Ok(aggregate);
+                    };
+                }
+                let description = displayable(aggregate.as_ref())
+                    .one_line()
+                    .to_string()
+                    .trim_start_matches("AggregateExec: ")
+                    .trim_end()
+                    .to_string();
+                let gpu: Arc<dyn ExecutionPlan> = Arc::new(GpuHashAggregateExec::new(
+                    gpu,
+                    Arc::clone(device),
+                    kernels,
+                    Arc::clone(&spec.output),
+                    description,
+                ));
+                Ok(Arc::new(DeviceToHostExec::new(
+                    gpu,
+                    Arc::clone(device),
+                    aggregate,
+                )))
+            }
+            Decision::Cpu(mark, reasons) => {
+                self.line(depth, mark, &aggregate, reasons);
+                // The chain stays on the CPU too; its nodes say why on their own lines.
+                let mut node = Arc::clone(&aggregate);
+                let mut node_depth = depth;
+                let mut rebuilt_children = Vec::new();
+                for child in &chain {
+                    node_depth += 1;
+                    self.line(
+                        node_depth,
+                        mark,
+                        child,
+                        vec![PlacementReason::new(
+                            ReasonCode::NeedsGpuAggregate,
+                            "it runs on the GPU only with the aggregate above it",
+                        )],
+                    );
+                    self.expression_lines(child, node_depth + 1);
+                    rebuilt_children.push(Arc::clone(child));
+                    node = Arc::clone(child);
+                }
+                let _ = node;
+                let new_source = self.visit(&source, node_depth + 1)?;
+                // Rebuild the chain over the (possibly placed) source, bottom up.
+                let mut rebuilt = new_source;
+                for child in rebuilt_children.iter().rev() {
+                    rebuilt = datafusion::physical_plan::replace_children_if_necessary(
+                        Arc::clone(child),
+                        vec![rebuilt],
+                    )?;
+                }
+                datafusion::physical_plan::replace_children_if_necessary(aggregate, vec![rebuilt])
+            }
+        }
+    }
+
+    fn decide(
+        &self,
+        aggregate: &Arc<dyn ExecutionPlan>,
+        chain: &[Arc<dyn ExecutionPlan>],
+        source: &Arc<dyn ExecutionPlan>,
+    ) -> Decision {
+        let spec = match aggregate_spec(aggregate, chain, source) {
+            Ok(spec) => spec,
+            Err(reasons) => return Decision::Cpu(Mark::NotOnGpu, reasons),
+        };
+        let mut reasons = Vec::new();
+        for field in source.schema().fields() {
+            if let Err(e) = device_form_of(field.data_type(), &LayoutOptions::default()) {
+                reasons.push(PlacementReason::new(
+                    ReasonCode::UnsupportedType,
+                    format!(
+                        "unsupported data types in input: {} ({e})",
+                        field.data_type()
+                    ),
+                ));
+            }
+        }
+        let kernels = match aggregate_kernels(&spec) {
+            Ok(kernels) if reasons.is_empty() => kernels,
+            Ok(_) => return Decision::Cpu(Mark::NotOnGpu, reasons),
+            Err(more) => {
+                reasons.extend(more);
+                return Decision::Cpu(Mark::NotOnGpu, reasons);
+            }
+        };
+        if self.settings.engine == Engine::Auto {
+            let statistics = datafusion::physical_plan::statistics::StatisticsContext::new()
+                .compute(
+                    source.as_ref(),
+                    &datafusion::physical_plan::statistics::StatisticsArgs::new(),
+                );
+            let rows = match statistics.map(|s| s.num_rows) {
+                Ok(Precision::Exact(rows) | Precision::Inexact(rows)) => Some(rows),
+                _ => None,
+            };
+            let Some(rows) = rows else {
+                return Decision::Cpu(
+                    Mark::KeptByCost,
+                    vec![PlacementReason::new(
+                        ReasonCode::CostModel,
+                        "its input has no row estimate",
+                    )],
+                );
+            };
+            let prediction = self.settings.cost.predict(
+                &source.schema(),
+                rows,
+                self.settings.resident.is_some(),
+            );
+            if !prediction.gpu_pays() {
+                return Decision::Cpu(
+                    Mark::KeptByCost,
+                    vec![PlacementReason::new(
+                        ReasonCode::CostModel,
+                        prediction.describe(),
+                    )],
+                );
+            }
+        }
+        Decision::Gpu(spec, kernels)
+    }
+}
+
+enum Decision {
+    Gpu(AggregateSpec, crate::codegen::aggregate::AggregateKernels),
+    Cpu(Mark, Vec<PlacementReason>),
+}
+
+/// The DataFusion class name of an expression, for report lines.
+fn expression_class(expr: &dyn datafusion::physical_expr::PhysicalExpr) -> String {
+    let full = format!("{expr:?}");
+    full.split(|c: char| !c.is_alphanumeric() && c != '_')
+        .next()
+        .unwrap_or("Expression")
+        .to_string()
+}
+
+/// A partial aggregate over filters and projections, if `plan` is one.
+fn candidate(plan: &Arc<dyn ExecutionPlan>) -> Option<Candidate> {
+    let aggregate = plan.downcast_ref::<AggregateExec>()?;
+    if *aggregate.mode() != AggregateMode::Partial {
+        return None;
+    }
+    let mut chain = Vec::new();
+    let mut node = Arc::clone(aggregate.input());
+    while node.is::<FilterExec>() || node.is::<ProjectionExec>() {
+        let child = Arc::clone(node.children()[0]);
+        chain.push(node);
+        node = child;
+    }
+    Some(Candidate {
+        aggregate: Arc::clone(plan),
+        chain,
+        source: node,
+    })
+}
+
+/// What the kernels of a candidate compute, or why the aggregate cannot be one.
+fn aggregate_spec(
+    plan: &Arc<dyn ExecutionPlan>,
+    chain: &[Arc<dyn ExecutionPlan>],
+    source: &Arc<dyn ExecutionPlan>,
+) -> std::result::Result<AggregateSpec, Vec<PlacementReason>> {
+    let Some(aggregate) = plan.downcast_ref::<AggregateExec>() else {
+        return Err(vec![PlacementReason::new(
+            ReasonCode::UnsupportedOperator,
+            "not an aggregate",
+        )]);
+    };
+    let mut reasons = Vec::new();
+    let refuse = |reasons: &mut Vec<PlacementReason>, text: String| {
+        reasons.push(PlacementReason::new(
+            ReasonCode::UnsupportedExpression,
+            text,
+        ));
+    };
+    if aggregate.group_expr().has_grouping_set() {
+        refuse(
+            &mut reasons,
+            "grouping sets are not computed on the GPU yet".into(),
+        );
+    }
+    if aggregate.filter_expr().iter().any(Option::is_some) {
+        refuse(
+            &mut reasons,
+            "aggregate FILTER clauses are not computed on the GPU yet".into(),
+        );
+    }
+    let mut calls = Vec::new();
+    for function in aggregate.aggr_expr() {
+        let name = function.fun().name().to_string();
+        let args = function.expressions();
+        let Some(kind) = AggFunction::from_name(&name) else {
+            refuse(
+                &mut reasons,
+                format!("aggregate function {name} is not computed on the GPU yet"),
+            );
+            continue;
+        };
+        if function.is_distinct() {
+            refuse(
+                &mut reasons,
+                format!("{name}(DISTINCT ...) is not computed on the GPU yet"),
+            );
+            continue;
+        }
+        if !function.order_bys().is_empty() {
+            refuse(
+                &mut reasons,
+                format!("{name} with ORDER BY is not computed on the GPU yet"),
+            );
+            continue;
+        }
+        if args.len() != 1 {
+            refuse(
+                &mut reasons,
+                format!(
+                    "{name} with {} arguments is not computed on the GPU yet",
+                    args.len()
+                ),
+            );
+            continue;
+        }
+        let state_fields = match function.state_fields() {
+            Ok(fields) => fields,
+            Err(e) => {
+                refuse(&mut reasons, format!("{name}: {e}"));
+                continue;
+            }
+        };
+        calls.push(AggregateCall {
+            function: kind,
+            arg: Arc::clone(&args[0]),
+            state_fields,
+        });
+    }
+    if !reasons.is_empty() {
+        return Err(reasons);
+    }
+    let mut stages = Vec::new();
+    for node in chain.iter().rev() {
+        if let Some(filter) = node.downcast_ref::<FilterExec>() {
+            stages.push(Stage::Filter {
+                input: filter.input().schema(),
+                predicate: Arc::clone(filter.predicate()),
+                projection: filter.projection().as_ref().map(|p| p.to_vec()),
+            });
+        } else if let Some(projection) = node.downcast_ref::<ProjectionExec>() {
+            stages.push(Stage::Project {
+                input: projection.input().schema(),
+                exprs: projection
+                    .expr()
+                    .iter()
+                    .map(|e| Arc::clone(&e.expr))
+                    .collect(),
+            });
+        }
+    }
+    Ok(AggregateSpec {
+        input: source.schema(),
+        stages,
+        aggregate_input: aggregate.input().schema(),
+        keys: aggregate
+            .group_expr()
+            .expr()
+            .iter()
+            .map(|(e, _)| Arc::clone(e))
+            .collect(),
+        calls,
+        output: aggregate.schema(),
+    })
+}
+
+/// Where the settings of one plan come from: the session's configuration.
+pub type SettingsSource = dyn Fn(&ConfigOptions) -> PlacementSettings + Send + Sync;
+
+/// A placed plan (weakly, so finished queries free it) and its report.
+type KeptReport = (Weak<dyn ExecutionPlan>, Arc<PlacementReport>);
+
+/// The physical optimizer rule. It keeps the report of each plan it placed, so the
+/// caller that asked for the plan can print where its parts run.
+pub struct GpuPlacement {
+    settings: Arc<SettingsSource>,
+    reports: Mutex<Vec<KeptReport>>,
+}
+
+impl fmt::Debug for GpuPlacement {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("GpuPlacement").finish_non_exhaustive()
+    }
+}
+
+impl GpuPlacement {
+    pub fn new(settings: Arc<SettingsSource>) -> Self {
+        Self {
+            settings,
+            reports: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The report of `plan`, if this rule produced it.
+    pub fn report_for(&self, plan: &Arc<dyn ExecutionPlan>) -> Option<Arc<PlacementReport>> {
+        let reports = self.reports.lock().ok()?;
+        reports.iter().find_map(|(weak, report)| {
+            weak.upgrade()
+                .filter(|kept| Arc::ptr_eq(kept, plan))
+                .map(|_| Arc::clone(report))
+        })
+    }
+}
+
+impl PhysicalOptimizerRule for GpuPlacement {
+    fn optimize(
+        &self,
+        plan: Arc<dyn ExecutionPlan>,
+        config: &ConfigOptions,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        let settings = (self.settings)(config);
+        let placement = place(plan, &settings)?;
+        if let Ok(mut reports) = self.reports.lock() {
+            reports.retain(|(weak, _)| weak.strong_count() > 0);
+            reports.push((Arc::downgrade(&placement.plan), Arc::new(placement.report)));
+        }
+        Ok(placement.plan)
+    }
+
+    fn name(&self) -> &str {
+        "GpuPlacement"
+    }
+
+    fn schema_check(&self) -> bool {
+        true
+    }
+}

@@ -1,0 +1,82 @@
+//! The GPU placement of the 22 TPC-H queries, snapshot-tested.
+//!
+//! Plans are made in explain-only mode with `--engine gpu` (every supported part moves,
+//! no cost model), so the report is the same with or without a GPU and CI checks it.
+//! Every node kept on the CPU must say why. After an intended change, regenerate with
+//! `UPDATE_SNAPSHOTS=1 cargo test --release --test tpch_placement` and review the diff.
+
+#![allow(clippy::unwrap_used, clippy::panic)]
+
+use aether::tpch::{QUERY_NUMBERS, query_sql, register_tpch};
+use aether::{AetherContext, ScriptMode, Setting};
+use aether_exec::placement::ExplainFilter;
+
+const SNAPSHOT: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/snapshots/tpch_placement.txt"
+);
+
+#[tokio::test]
+async fn every_tpch_query_shows_its_placement_with_reasons() {
+    let settings: Vec<Setting> = [
+        ("aether.engine", "gpu"),
+        ("aether.sql.mode", "explainOnly"),
+        ("datafusion.execution.target_partitions", "4"),
+    ]
+    .iter()
+    .map(|(key, value)| Setting {
+        key: (*key).into(),
+        value: (*value).into(),
+    })
+    .collect();
+    let (context, _) = AetherContext::with_settings(&settings).unwrap();
+    register_tpch(&context, 0.01).unwrap();
+    let mut text = String::new();
+    for n in QUERY_NUMBERS {
+        let sql = query_sql(n, 0.01).unwrap();
+        let output = context.script(&sql, ScriptMode::Explain).await.unwrap();
+        let report = output
+            .placements
+            .iter()
+            .max_by_key(|r| r.lines.len())
+            .unwrap();
+        let rendered = report.render(ExplainFilter::All);
+        for line in rendered.lines() {
+            let trimmed = line.trim_start();
+            if trimmed.starts_with('!') || trimmed.starts_with('$') {
+                let (_, why) = line.split_once(" because ").unwrap_or(("", ""));
+                assert!(
+                    !why.trim().is_empty(),
+                    "Q{n}: a CPU node without a reason: {line}"
+                );
+            }
+        }
+        text.push_str(&format!("-- Q{n}\n{rendered}\n"));
+    }
+    assert!(
+        text.contains("*Exec <AggregateExec> will run on GPU"),
+        "{text}"
+    );
+    if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
+        std::fs::write(SNAPSHOT, &text).unwrap();
+        return;
+    }
+    let expected = std::fs::read_to_string(SNAPSHOT).unwrap_or_default();
+    if expected != text {
+        let first = expected
+            .lines()
+            .zip(text.lines())
+            .position(|(a, b)| a != b)
+            .unwrap_or(0);
+        panic!(
+            "the TPC-H placement changed (first difference at line {}): now\n{}\n\
+             rerun with UPDATE_SNAPSHOTS=1 if intended",
+            first + 1,
+            text.lines()
+                .skip(first)
+                .take(5)
+                .collect::<Vec<_>>()
+                .join("\n")
+        );
+    }
+}
