@@ -305,9 +305,13 @@ impl AetherContext {
                 output.placements.push(report);
             } else if returns_rows {
                 let schema = Arc::clone(frame.schema().inner());
+                let planning = std::time::Instant::now();
                 let (physical, report) = self.placed_plan(frame).await?;
+                aether_exec::trace::phase("physical planning", planning, String::new);
+                let running = std::time::Instant::now();
                 let mut batches =
                     datafusion::physical_plan::collect(physical, self.session.task_ctx()).await?;
+                aether_exec::trace::phase("execution", running, String::new);
                 if let Some(inner) = explained {
                     batches.push(self.placement_rows(&inner, &schema).await?);
                 }

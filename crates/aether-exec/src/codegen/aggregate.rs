@@ -244,18 +244,20 @@ __device__ long long agg_find_or_insert(u64* state, u64* keys, long long mask,
     for (long long probes = 0; probes <= mask; ) {
         u64 seen = ((volatile u64*)state)[pos];
         if (seen == AGG_EMPTY) {
-            if ((long long)atomicAdd(occupied, 1ULL) >= max_fill) {
-                atomicAdd(occupied, (u64)-1LL);
-                return -1;
-            }
             seen = atomicCAS(&state[pos], AGG_EMPTY, AGG_BUSY);
             if (seen == AGG_EMPTY) {
+                // Only a thread that claimed a slot counts a group, so racing inserts of
+                // the same key never make the table look fuller than it is.
+                if ((long long)atomicAdd(occupied, 1ULL) >= max_fill) {
+                    atomicAdd(occupied, (u64)-1LL);
+                    atomicExch(&state[pos], AGG_EMPTY);
+                    return -1;
+                }
                 for (int w = 0; w < AGG_KEY_WORDS; ++w) keys[pos * AGG_KEY_WORDS + w] = key[w];
                 __threadfence();
                 atomicExch(&state[pos], tag);
                 return pos;
             }
-            atomicAdd(occupied, (u64)-1LL);
         }
         while (seen == AGG_BUSY) seen = ((volatile u64*)state)[pos];
         if (seen == tag) {

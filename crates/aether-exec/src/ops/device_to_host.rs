@@ -129,6 +129,7 @@ impl ExecutionPlan for DeviceToHostExec {
         let fallback = Arc::clone(&self.fallback);
         let schema = self.schema();
         let stream = async_stream_of(move |sender| async move {
+            let start = std::time::Instant::now();
             let mut produced = false;
             while let Some(batch) = batches.next().await {
                 let host = batch.and_then(|b| b.download(&device).map_err(device_error));
@@ -162,6 +163,7 @@ impl ExecutionPlan for DeviceToHostExec {
                     }
                 }
             }
+            crate::trace::phase("GPU segment", start, String::new);
         });
         Ok(Box::pin(RecordBatchStreamAdapter::new(schema, stream)))
     }

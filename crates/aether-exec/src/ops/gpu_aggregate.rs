@@ -142,9 +142,25 @@ impl DeviceExec for GpuHashAggregateExec {
         let schema = self.schema();
         let result = async move {
             let mut table = GroupTable::new(device, kernels).map_err(device_error)?;
-            while let Some(batch) = batches.next().await {
+            let mut waiting = std::time::Duration::ZERO;
+            let mut folding = std::time::Duration::ZERO;
+            loop {
+                let start = std::time::Instant::now();
+                let Some(batch) = batches.next().await else {
+                    break;
+                };
                 let batch = batch?;
+                waiting += start.elapsed();
+                let start = std::time::Instant::now();
                 table.fold(&batch).map_err(device_error)?;
+                folding += start.elapsed();
+            }
+            if crate::trace::enabled() {
+                eprintln!(
+                    "gpu-trace: aggregate input wait: {:.3} ms, folds: {:.3} ms",
+                    waiting.as_secs_f64() * 1e3,
+                    folding.as_secs_f64() * 1e3
+                );
             }
             Ok::<_, DataFusionError>(Arc::new(table.emit(&schema).map_err(device_error)?))
         };

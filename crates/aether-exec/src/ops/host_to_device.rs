@@ -80,79 +80,78 @@ impl HostToDeviceExec {
             .collect()
     }
 
-    /// Every batch of every partition, uploaded once and kept (or found kept).
+    /// The kept device batches of this input, or the normal upload with the batches
+    /// kept as they pass (when the input is an in-memory table).
     fn execute_resident(
         &self,
         resident: Arc<ResidentTables>,
         context: Arc<TaskContext>,
-    ) -> DeviceStream {
-        let input = Arc::clone(&self.input);
-        let device = Arc::clone(&self.device);
-        let dictionaries = self.dictionaries();
-        let batch_bytes = self.batch_bytes;
-        let batches = async move {
-            let schema = input.schema();
-            let start = std::time::Instant::now();
-            let host = datafusion::physical_plan::collect(input, context).await?;
-            let fingerprint = ResidentTables::fingerprint(&schema, &host);
-            let kept = resident.get(fingerprint);
-            crate::trace::phase("resident lookup", start, || {
-                format!(
-                    "{} batches, fingerprint {fingerprint:x}, hit: {}",
-                    host.len(),
-                    kept.is_some()
-                )
-            });
-            if let Some(kept) = kept {
-                return Ok(kept);
-            }
-            let mut builder = ChunkBuilder::new(&schema, &dictionaries).map_err(device_error)?;
-            let mut uploaded = Vec::new();
-            for batch in &host {
-                builder.append(batch).map_err(device_error)?;
-                if builder.bytes() >= batch_bytes {
-                    uploaded.push(Arc::new(upload(&device, &schema, &mut builder)?));
-                }
-            }
-            if builder.rows() > 0 || uploaded.is_empty() {
-                uploaded.push(Arc::new(upload(&device, &schema, &mut builder)?));
-            }
-            resident.insert(fingerprint, uploaded.clone());
-            Ok::<_, DataFusionError>(uploaded)
+    ) -> Result<DeviceStream> {
+        let Some(fingerprint) = ResidentTables::fingerprint(&self.input) else {
+            return self.execute_upload(context);
         };
-        futures::stream::once(batches)
-            .flat_map(|result| match result {
-                Ok(batches) => futures::stream::iter(batches.into_iter().map(Ok)).boxed(),
-                Err(e) => futures::stream::iter(vec![Err(e)]).boxed(),
-            })
-            .boxed()
+        if let Some(kept) = resident.get(fingerprint) {
+            return Ok(futures::stream::iter(kept.into_iter().map(Ok)).boxed());
+        }
+        let passed = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let seen = Arc::clone(&passed);
+        let failed = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let saw_error = Arc::clone(&failed);
+        let uploads = self.execute_upload(context)?.map(move |item| {
+            match &item {
+                Ok(batch) => {
+                    if let Ok(mut kept) = seen.lock() {
+                        kept.push(Arc::clone(batch));
+                    }
+                }
+                Err(_) => saw_error.store(true, std::sync::atomic::Ordering::Relaxed),
+            }
+            item
+        });
+        let keep = futures::stream::once(async move {
+            if !failed.load(std::sync::atomic::Ordering::Relaxed)
+                && let Ok(mut kept) = passed.lock()
+            {
+                resident.insert(fingerprint, std::mem::take(&mut *kept));
+            }
+        })
+        .filter_map(|()| async { None });
+        Ok(uploads.chain(keep).boxed())
     }
 }
 
 /// Uploads what `builder` gathered as one device batch.
-fn upload(
-    device: &GpuDevice,
+/// Uploads what `builder` gathered as one device batch, on a blocking thread so the
+/// runtime's workers keep gathering other partitions meanwhile.
+async fn upload(
+    device: &Arc<GpuDevice>,
     schema: &datafusion::arrow::datatypes::SchemaRef,
     builder: &mut ChunkBuilder,
 ) -> Result<DeviceBatch> {
     let rows = builder.rows();
-    let start = std::time::Instant::now();
     let host: Vec<HostColumn> = builder.take().map_err(device_error)?;
-    let bytes: usize = host.iter().map(HostColumn::transfer_bytes).sum();
-    let columns = host
-        .iter()
-        .map(|column| DeviceColumn::upload_prepared(device, OWNER, column))
-        .collect::<Result<Vec<_>, DeviceError>>()
-        .map_err(device_error)?;
-    if crate::trace::enabled() {
-        let _ = device.stream().synchronize();
-    }
-    crate::trace::phase("upload", start, || format!("{rows} rows, {bytes} bytes"));
-    Ok(DeviceBatch {
-        schema: Arc::clone(schema),
-        columns,
-        num_rows: rows,
+    let device = Arc::clone(device);
+    let schema = Arc::clone(schema);
+    tokio::task::spawn_blocking(move || {
+        let start = std::time::Instant::now();
+        let bytes: usize = host.iter().map(HostColumn::transfer_bytes).sum();
+        let columns = host
+            .iter()
+            .map(|column| DeviceColumn::upload_prepared(&device, OWNER, column))
+            .collect::<Result<Vec<_>, DeviceError>>()
+            .map_err(device_error)?;
+        if crate::trace::enabled() {
+            let _ = device.stream().synchronize();
+        }
+        crate::trace::phase("upload", start, || format!("{rows} rows, {bytes} bytes"));
+        Ok(DeviceBatch {
+            schema,
+            columns,
+            num_rows: rows,
+        })
     })
+    .await
+    .map_err(|e| DataFusionError::Internal(format!("a GPU upload task failed: {e}")))?
 }
 
 impl DisplayAs for HostToDeviceExec {
@@ -215,9 +214,16 @@ impl ExecutionPlan for HostToDeviceExec {
 
 impl DeviceExec for HostToDeviceExec {
     fn execute_device(&self, context: Arc<TaskContext>) -> Result<DeviceStream> {
-        if let Some(resident) = &self.resident {
-            return Ok(self.execute_resident(Arc::clone(resident), context));
+        match &self.resident {
+            Some(resident) => self.execute_resident(Arc::clone(resident), context),
+            None => self.execute_upload(context),
         }
+    }
+}
+
+impl HostToDeviceExec {
+    /// Gathers every input partition concurrently and uploads chunks as they fill.
+    fn execute_upload(&self, context: Arc<TaskContext>) -> Result<DeviceStream> {
         let partitions = self.input.output_partitioning().partition_count();
         let chunk_bytes = (self.batch_bytes / partitions.max(1)).max(16 << 20);
         let dictionaries = self.dictionaries();
@@ -240,14 +246,14 @@ impl DeviceExec for HostToDeviceExec {
                         builder.append(&batch?).map_err(device_error)?;
                         gathering += start.elapsed();
                         if builder.bytes() >= chunk_bytes {
-                            let chunk = upload(&device, &schema, &mut builder)?;
+                            let chunk = upload(&device, &schema, &mut builder).await?;
                             if sender.send(Ok(Arc::new(chunk))).await.is_err() {
                                 return Ok(());
                             }
                         }
                     }
                     if builder.rows() > 0 {
-                        let chunk = upload(&device, &schema, &mut builder)?;
+                        let chunk = upload(&device, &schema, &mut builder).await?;
                         let _ = sender.send(Ok(Arc::new(chunk))).await;
                     }
                     if crate::trace::enabled() {

@@ -12,8 +12,9 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::{Arc, Mutex};
 
 use aether_gpu::DeviceBatch;
-use datafusion::arrow::array::{Array, RecordBatch};
-use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::datasource::memory::MemorySourceConfig;
+use datafusion::datasource::source::DataSourceExec;
+use datafusion::physical_plan::ExecutionPlan;
 
 /// Device batches by input fingerprint.
 #[derive(Debug, Default)]
@@ -26,27 +27,26 @@ impl ResidentTables {
         Self::default()
     }
 
-    /// The fingerprint of `batches` of `schema`: the same columns of the same
-    /// in-memory data give the same fingerprint.
-    pub fn fingerprint(schema: &SchemaRef, batches: &[RecordBatch]) -> u64 {
+    /// The fingerprint of what `input` reads, when it is a scan of an in-memory table:
+    /// the addresses of the table's own buffers (stable while the table lives) and the
+    /// projected columns. Other inputs are not kept resident (`None`).
+    pub fn fingerprint(input: &Arc<dyn ExecutionPlan>) -> Option<u64> {
+        let scan = input.downcast_ref::<DataSourceExec>()?;
+        let memory = scan.data_source().downcast_ref::<MemorySourceConfig>()?;
         let mut hasher = DefaultHasher::new();
-        for field in schema.fields() {
+        memory.projection().hash(&mut hasher);
+        for field in input.schema().fields() {
             field.name().hash(&mut hasher);
             field.data_type().hash(&mut hasher);
         }
-        for batch in batches {
+        // The table's arrays themselves: the same `Arc`s for as long as it lives.
+        for batch in memory.partitions().iter().flatten() {
             batch.num_rows().hash(&mut hasher);
             for column in batch.columns() {
-                let data = column.to_data();
-                data.offset().hash(&mut hasher);
-                for buffer in data.buffers() {
-                    (buffer.as_ptr() as usize).hash(&mut hasher);
-                    buffer.len().hash(&mut hasher);
-                }
-                column.len().hash(&mut hasher);
+                (Arc::as_ptr(column) as *const u8 as usize).hash(&mut hasher);
             }
         }
-        hasher.finish()
+        Some(hasher.finish())
     }
 
     pub fn get(&self, fingerprint: u64) -> Option<Vec<Arc<DeviceBatch>>> {

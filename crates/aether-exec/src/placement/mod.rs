@@ -369,15 +369,7 @@ impl Placer<'_> {
             }
         };
         if self.settings.engine == Engine::Auto {
-            let statistics = datafusion::physical_plan::statistics::StatisticsContext::new()
-                .compute(
-                    source.as_ref(),
-                    &datafusion::physical_plan::statistics::StatisticsArgs::new(),
-                );
-            let rows = match statistics.map(|s| s.num_rows) {
-                Ok(Precision::Exact(rows) | Precision::Inexact(rows)) => Some(rows),
-                _ => None,
-            };
+            let rows = input_rows(source);
             let Some(rows) = rows else {
                 return Decision::Cpu(
                     Mark::KeptByCost,
@@ -403,6 +395,33 @@ impl Placer<'_> {
             }
         }
         Decision::Gpu(spec, kernels)
+    }
+}
+
+/// The rows `source` produces, as exactly and cheaply as known: an in-memory table
+/// counts its batches (DataFusion's statistics would also size every column);
+/// anything else asks DataFusion's statistics.
+fn input_rows(source: &Arc<dyn ExecutionPlan>) -> Option<usize> {
+    use datafusion::datasource::memory::MemorySourceConfig;
+    use datafusion::datasource::source::DataSourceExec;
+    use datafusion::physical_plan::statistics::{StatisticsArgs, StatisticsContext};
+    if let Some(memory) = source
+        .downcast_ref::<DataSourceExec>()
+        .and_then(|scan| scan.data_source().downcast_ref::<MemorySourceConfig>())
+    {
+        return Some(
+            memory
+                .partitions()
+                .iter()
+                .flatten()
+                .map(|batch| batch.num_rows())
+                .sum(),
+        );
+    }
+    let statistics = StatisticsContext::new().compute(source.as_ref(), &StatisticsArgs::new());
+    match statistics.map(|s| s.num_rows) {
+        Ok(Precision::Exact(rows) | Precision::Inexact(rows)) => Some(rows),
+        _ => None,
     }
 }
 
