@@ -60,6 +60,10 @@ const EXPRESSIONS: &[&str] = &[
     "a is not distinct from 3",
     "(a > 5 and b < 0) or x is null",
     "p * (1 - d)",
+    "case when a > 0 then b when x is null then -b else 0 end",
+    "case a when 1 then x when 2 then y end",
+    "case when flag then p * d else p end",
+    "case when dt < date '1995-01-01' then 1.5 else x end",
 ];
 
 #[expect(

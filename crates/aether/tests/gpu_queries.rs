@@ -172,6 +172,10 @@ const AGGREGATES: &[&str] = &[
     "select k_large, flag, count(*), max(x), min(x) from t where n is not null and x < 1e300 group by k_large, flag",
     "select x, count(*) from t where k_small = 1 group by x",
     "select sum(price) from t where d < date '1900-01-01'",
+    "select k_small, sum(case when x > 0 then price else 0 end), count(case when n > 0 then 1 end) from t group by k_small",
+    "select k_small, count(*), sum(price) from t where flag = 'A' or flag like '%twelve%' group by k_small",
+    "select flag, sum(price), count(*) from t where flag in ('N', 'R', '') and x > 0 group by flag",
+    "select count(case when flag like 'a%' then 1 end), sum(case when flag is null then n end) from t",
     "select k_small, sum(price) from t where d < date '1900-01-01' group by k_small",
 ];
 

@@ -27,7 +27,7 @@ use std::sync::Arc;
 use datafusion::arrow::datatypes::{DataType, FieldRef, SchemaRef};
 use datafusion::physical_expr::PhysicalExpr;
 
-use super::expr::{ExprCompiler, Value};
+use super::expr::{DictionaryLookup, ExprCompiler, Value};
 use super::kernel::PRELUDE;
 use super::pipeline::{Stage, compile_stages};
 use super::types::CudaType;
@@ -113,6 +113,8 @@ pub struct AggregateKernels {
     /// Bytes of accumulators per group (a multiple of 16).
     pub acc_bytes: usize,
     pub outputs: Vec<OutputSource>,
+    /// String predicates looked up by code; their tables follow the input columns.
+    pub lookups: Vec<DictionaryLookup>,
 }
 
 /// How one accumulator is updated and read.
@@ -732,6 +734,7 @@ extern "C" __global__ void {AGG_EMIT_ENTRY}(const u64* state, const u64* table_k
         key_words,
         acc_bytes,
         outputs,
+        lookups: compiler.lookups().to_vec(),
     })
 }
 

@@ -13,12 +13,14 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use datafusion::arrow::datatypes::{DataType, SchemaRef};
+use datafusion::common::tree_node::{Transformed, TreeNode};
 use datafusion::logical_expr::Operator;
 use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_expr::expressions::{
-    BinaryExpr, CastExpr, Column, InListExpr, IsNotNullExpr, IsNullExpr, Literal, NegativeExpr,
-    NotExpr,
+    BinaryExpr, CaseExpr, CastExpr, Column, InListExpr, IsNotNullExpr, IsNullExpr, Literal,
+    NegativeExpr, NotExpr,
 };
+use datafusion::physical_expr::utils::collect_columns;
 use datafusion::scalar::ScalarValue;
 
 use super::types::CudaType;
@@ -41,6 +43,24 @@ pub enum Binding {
     Value(Value),
 }
 
+/// A boolean expression over one string column, evaluated by DataFusion on the CPU over
+/// the column's dictionary (each distinct string once) and looked up per row on the GPU
+/// by the row's code.
+///
+/// Strings reach the GPU as codes into a dictionary that only grows, so `flag = 'R'`,
+/// `p_type LIKE 'PROMO%'` or `mode IN ('MAIL', 'SHIP')` become one byte per distinct
+/// value: 0 false, 1 true, 2 NULL. Entry 0 is the result for a NULL string; code `c`
+/// is at `c + 1`.
+#[derive(Debug, Clone)]
+pub struct DictionaryLookup {
+    /// The input column holding the codes.
+    pub input: usize,
+    /// The predicate, rewritten to read column 0 of a one-column batch named `name`.
+    pub predicate: Arc<dyn PhysicalExpr>,
+    pub name: String,
+    pub data_type: DataType,
+}
+
 /// Accumulates the statements of one kernel body.
 ///
 /// A fused pipeline compiles its stages in order into one body: after a stage, the
@@ -57,6 +77,7 @@ pub struct ExprCompiler {
     body: String,
     next: usize,
     reasons: Vec<PlacementReason>,
+    lookups: Vec<DictionaryLookup>,
 }
 
 fn unsupported(message: String) -> PlacementReason {
@@ -91,7 +112,14 @@ impl ExprCompiler {
             body: String::new(),
             next: 0,
             reasons: Vec::new(),
+            lookups: Vec::new(),
         }
+    }
+
+    /// The string predicates the kernel looks up; their tables follow the input
+    /// columns in the kernel's column pointers, in this order.
+    pub fn lookups(&self) -> &[DictionaryLookup] {
+        &self.lookups
     }
 
     /// Makes `schema` the schema of the next expressions, its columns bound to
@@ -172,6 +200,9 @@ impl ExprCompiler {
     /// Compiles `expr`; `None` when it (or a child) is unsupported, with the reasons
     /// recorded.
     pub fn compile(&mut self, expr: &Arc<dyn PhysicalExpr>) -> Option<Value> {
+        if let Some(value) = self.dictionary_predicate(expr) {
+            return Some(value);
+        }
         let any: &dyn PhysicalExpr = expr.as_ref();
         if let Some(column) = any.downcast_ref::<Column>() {
             return self.column(column);
@@ -220,6 +251,9 @@ impl ExprCompiler {
         if let Some(in_list) = any.downcast_ref::<InListExpr>() {
             return self.in_list(in_list);
         }
+        if let Some(case) = any.downcast_ref::<CaseExpr>() {
+            return self.case(expr, case);
+        }
         self.refuse(unsupported(format!(
             "expression {expr} is not generated for the GPU yet"
         )))
@@ -258,6 +292,59 @@ impl ExprCompiler {
         let value = self.emit(ty, &value, &valid);
         self.loaded.insert(index, value.clone());
         Some(value)
+    }
+
+    /// A boolean expression whose only column is a string input column becomes a
+    /// [`DictionaryLookup`].
+    fn dictionary_predicate(&mut self, expr: &Arc<dyn PhysicalExpr>) -> Option<Value> {
+        let any: &dyn PhysicalExpr = expr.as_ref();
+        if any.downcast_ref::<Column>().is_some() {
+            return None;
+        }
+        let columns = collect_columns(expr);
+        let column = match columns.iter().collect::<Vec<_>>().as_slice() {
+            [column] => (*column).clone(),
+            _ => return None,
+        };
+        let Some(Binding::Input(input)) = self.bindings.get(column.index()).cloned() else {
+            return None;
+        };
+        let field = Arc::clone(self.input.fields().get(input)?);
+        if !field.data_type().is_string() || expr.data_type(&self.schema).ok()? != DataType::Boolean
+        {
+            return None;
+        }
+        let name = field.name().clone();
+        let predicate = Arc::clone(expr)
+            .transform(|e| {
+                let node: &dyn PhysicalExpr = e.as_ref();
+                Ok(match node.downcast_ref::<Column>() {
+                    Some(_) => Transformed::yes(Arc::new(Column::new(&name, 0)) as _),
+                    None => Transformed::no(e),
+                })
+            })
+            .ok()?
+            .data;
+        let code = self.load_input(input)?;
+        let slot = self.input.fields().len() + self.lookups.len();
+        self.lookups.push(DictionaryLookup {
+            input,
+            predicate,
+            name,
+            data_type: field.data_type().clone(),
+        });
+        let entry = format!(
+            "((const unsigned char*)columns[{}])[{} ? (long long){} + 1 : 0]",
+            2 * slot,
+            code.valid,
+            code.value
+        );
+        let looked_up = self.emit(CudaType::I8, &format!("(signed char){entry}"), "true");
+        Some(self.emit(
+            CudaType::Bool,
+            &format!("({} == 1)", looked_up.value),
+            &format!("({} != 2)", looked_up.value),
+        ))
     }
 
     /// Refuses string operands: strings reach kernels as dictionary codes, which only
@@ -542,6 +629,83 @@ impl ExprCompiler {
             _ => return refuse_cast(self),
         };
         Some(self.emit(target, &value, &arg.valid))
+    }
+
+    /// `CASE [x] WHEN ... THEN ... [ELSE ...] END`: the first WHEN that is TRUE (or,
+    /// with an operand, equal to it; NULL matches nothing) picks its THEN; otherwise the
+    /// ELSE, or NULL. Every branch is computed (they have no side effects) and the
+    /// choice is a chain of selects, so no row diverges.
+    fn case(&mut self, expr: &Arc<dyn PhysicalExpr>, case: &CaseExpr) -> Option<Value> {
+        let result = match expr.data_type(&self.schema).map(|t| CudaType::of(&t)) {
+            Ok(Ok(ty)) => ty,
+            Ok(Err(reason)) => return self.refuse(reason),
+            Err(e) => return self.refuse(unsupported(format!("cannot type {expr}: {e}"))),
+        };
+        let operand = case.expr().map(|e| self.compile(e));
+        let branches: Vec<(Option<Value>, Option<Value>)> = case
+            .when_then_expr()
+            .iter()
+            .map(|(when, then)| (self.compile(when), self.compile(then)))
+            .collect();
+        let otherwise = case.else_expr().map(|e| self.compile(e));
+        let operand = match operand {
+            Some(Some(value)) => Some(value),
+            Some(None) => return None,
+            None => None,
+        };
+        let otherwise = match otherwise {
+            Some(Some(value)) => Some(value),
+            Some(None) => return None,
+            None => None,
+        };
+        let mut picks = Vec::with_capacity(branches.len());
+        for (when, then) in branches {
+            let (when, then) = (when?, then?);
+            let taken = match &operand {
+                Some(x) => {
+                    if x.ty != when.ty || x.ty == CudaType::StrCode {
+                        return self.refuse(unsupported(format!(
+                            "CASE comparing {:?} with {:?}: {expr}",
+                            x.ty, when.ty
+                        )));
+                    }
+                    format!(
+                        "({} && {} && {} == 0)",
+                        x.valid,
+                        when.valid,
+                        Self::three_way(x.ty, &x.value, &when.value)
+                    )
+                }
+                None if when.ty == CudaType::Bool => format!("({} && {})", when.valid, when.value),
+                None => {
+                    return self.refuse(unsupported(format!("CASE WHEN of a non-boolean: {expr}")));
+                }
+            };
+            if then.ty != result {
+                return self.refuse(unsupported(format!(
+                    "CASE branch of {:?} where the result is {result:?}: {expr}",
+                    then.ty
+                )));
+            }
+            picks.push((taken, then));
+        }
+        if let Some(otherwise) = &otherwise
+            && otherwise.ty != result
+        {
+            return self.refuse(unsupported(format!(
+                "CASE ELSE of {:?} where the result is {result:?}: {expr}",
+                otherwise.ty
+            )));
+        }
+        let (mut value, mut valid) = match &otherwise {
+            Some(v) => (v.value.clone(), v.valid.clone()),
+            None => (format!("({})0", result.c_name()), "false".to_string()),
+        };
+        for (taken, then) in picks.iter().rev() {
+            value = format!("({taken} ? {} : {value})", then.value);
+            valid = format!("({taken} ? {} : {valid})", then.valid);
+        }
+        Some(self.emit(result, &value, &valid))
     }
 
     fn in_list(&mut self, in_list: &InListExpr) -> Option<Value> {

@@ -12,12 +12,15 @@ use std::sync::Arc;
 use aether_gpu::CudaFunction;
 use aether_gpu::launch::{KernelArg, grid_for, launch_kernel};
 use aether_gpu::{DeviceBatch, DeviceBuffer, DeviceColumn, DeviceError, DeviceForm, GpuDevice};
-use datafusion::arrow::array::{Array, StringArray};
+use datafusion::arrow::array::{Array, AsArray, RecordBatch, StringArray};
+use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::arrow::datatypes::{Field, Schema};
 
 use crate::codegen::aggregate::{
     AGG_EMIT_ENTRY, AGG_ENTRY, AGG_INIT_ENTRY, AGG_REHASH_ENTRY, AggregateKernels, OutputSource,
 };
+use crate::codegen::expr::DictionaryLookup;
 
 const OWNER: &str = "GpuHashAggregateExec";
 const THREADS: u32 = 256;
@@ -52,6 +55,9 @@ pub struct GroupTable {
     counters: DeviceBuffer,
     /// For each input column holding string codes, the largest dictionary seen.
     dictionaries: Vec<Option<Arc<StringArray>>>,
+    /// Each string predicate's table so far (entry 0 for NULL, then one per code):
+    /// dictionaries only grow, so each batch evaluates only its new strings.
+    lookup_tables: Vec<Vec<u8>>,
 }
 
 impl GroupTable {
@@ -78,6 +84,7 @@ impl GroupTable {
             table,
             counters,
             dictionaries: Vec::new(),
+            lookup_tables: Vec::new(),
         })
     }
 
@@ -88,7 +95,10 @@ impl GroupTable {
             return Ok(());
         }
         let device = Arc::clone(&self.device);
-        let columns = column_pointers(&device, batch)?;
+        let tables = (0..self.kernels.lookups.len())
+            .map(|k| self.lookup_table(k, batch))
+            .collect::<Result<Vec<_>, _>>()?;
+        let columns = column_pointers(&device, batch, &tables)?;
         let mut overflow = DeviceBuffer::alloc(&device, OWNER, 4 * batch.num_rows)?;
         let mut spare: Option<DeviceBuffer> = None;
         let mut row_ids: Option<DeviceBuffer> = None;
@@ -200,6 +210,33 @@ impl GroupTable {
             columns,
             num_rows: groups,
         })
+    }
+
+    /// The device table of string predicate `k` for `batch`'s dictionary.
+    fn lookup_table(&mut self, k: usize, batch: &DeviceBatch) -> Result<DeviceBuffer, DeviceError> {
+        let lookup = &self.kernels.lookups[k];
+        let Some(DeviceForm::DictionaryCodes { dictionary }) =
+            batch.columns.get(lookup.input).map(|c| &c.form)
+        else {
+            return Err(DeviceError::Internal(format!(
+                "string predicate on column {} without dictionary codes",
+                lookup.input
+            )));
+        };
+        if self.lookup_tables.len() <= k {
+            self.lookup_tables.resize(k + 1, Vec::new());
+        }
+        let table = &mut self.lookup_tables[k];
+        if table.is_empty() {
+            let null: StringArray = vec![None::<&str>].into();
+            table.extend(evaluate_lookup(lookup, &null)?);
+        }
+        let known = table.len() - 1;
+        if dictionary.len() > known {
+            let fresh = dictionary.slice(known, dictionary.len() - known);
+            table.extend(evaluate_lookup(lookup, &fresh)?);
+        }
+        DeviceBuffer::upload(&self.device, OWNER, table)
     }
 
     fn note_dictionaries(&mut self, batch: &DeviceBatch) {
@@ -331,20 +368,60 @@ fn new_table(
 }
 
 /// The device pointer table generated kernels read columns through: values, then the
-/// validity bitmap or 0, per column.
+/// validity bitmap or 0, per column; then each string predicate's table.
 pub fn column_pointers(
     device: &GpuDevice,
     batch: &DeviceBatch,
+    tables: &[DeviceBuffer],
 ) -> Result<DeviceBuffer, DeviceError> {
-    let mut pointers = Vec::with_capacity(2 * batch.columns.len() + 1);
+    let mut pointers = Vec::with_capacity(2 * (batch.columns.len() + tables.len()) + 1);
     for column in &batch.columns {
         pointers.push(column.values.address(device));
         pointers.push(column.validity.as_ref().map_or(0, |v| v.address(device)));
+    }
+    for table in tables {
+        pointers.push(table.address(device));
+        pointers.push(0);
     }
     if pointers.is_empty() {
         pointers.push(0);
     }
     upload_words(device, &pointers)
+}
+
+/// The predicate's result for each of `strings`: 0 false, 1 true, 2 NULL, computed by
+/// DataFusion on the CPU exactly as the CPU engine would.
+fn evaluate_lookup(
+    lookup: &DictionaryLookup,
+    strings: &StringArray,
+) -> Result<Vec<u8>, DeviceError> {
+    let failed = |e: &dyn std::fmt::Display| {
+        DeviceError::Internal(format!(
+            "evaluating a string predicate on its dictionary: {e}"
+        ))
+    };
+    let array = cast(strings, &lookup.data_type).map_err(|e| failed(&e))?;
+    let schema = Arc::new(Schema::new(vec![Field::new(
+        &lookup.name,
+        lookup.data_type.clone(),
+        true,
+    )]));
+    let batch = RecordBatch::try_new(schema, vec![array]).map_err(|e| failed(&e))?;
+    let result = lookup
+        .predicate
+        .evaluate(&batch)
+        .and_then(|value| value.into_array(batch.num_rows()))
+        .map_err(|e| failed(&e))?;
+    let Some(result) = result.as_boolean_opt() else {
+        return Err(failed(&"the predicate is not boolean"));
+    };
+    Ok((0..result.len())
+        .map(|i| match (result.is_null(i), result.value(i)) {
+            (true, _) => 2,
+            (false, true) => 1,
+            (false, false) => 0,
+        })
+        .collect())
 }
 
 fn upload_words(device: &GpuDevice, words: &[u64]) -> Result<DeviceBuffer, DeviceError> {

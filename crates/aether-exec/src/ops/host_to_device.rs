@@ -88,7 +88,7 @@ impl HostToDeviceExec {
         context: Arc<TaskContext>,
     ) -> Result<DeviceStream> {
         let Some(fingerprint) = ResidentTables::fingerprint(&self.input) else {
-            return self.execute_upload(context);
+            return self.execute_upload(context, self.chunk_bytes());
         };
         if let Some(kept) = resident.get(fingerprint) {
             return Ok(futures::stream::iter(kept.into_iter().map(Ok)).boxed());
@@ -97,17 +97,21 @@ impl HostToDeviceExec {
         let seen = Arc::clone(&passed);
         let failed = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let saw_error = Arc::clone(&failed);
-        let uploads = self.execute_upload(context)?.map(move |item| {
-            match &item {
-                Ok(batch) => {
-                    if let Ok(mut kept) = seen.lock() {
-                        kept.push(Arc::clone(batch));
+        // Kept batches are read by every later query: one large chunk per partition
+        // means fewer launches (and fewer synchronizations) per query.
+        let uploads = self
+            .execute_upload(context, self.batch_bytes)?
+            .map(move |item| {
+                match &item {
+                    Ok(batch) => {
+                        if let Ok(mut kept) = seen.lock() {
+                            kept.push(Arc::clone(batch));
+                        }
                     }
+                    Err(_) => saw_error.store(true, std::sync::atomic::Ordering::Relaxed),
                 }
-                Err(_) => saw_error.store(true, std::sync::atomic::Ordering::Relaxed),
-            }
-            item
-        });
+                item
+            });
         let keep = futures::stream::once(async move {
             if !failed.load(std::sync::atomic::Ordering::Relaxed)
                 && let Ok(mut kept) = passed.lock()
@@ -216,16 +220,27 @@ impl DeviceExec for HostToDeviceExec {
     fn execute_device(&self, context: Arc<TaskContext>) -> Result<DeviceStream> {
         match &self.resident {
             Some(resident) => self.execute_resident(Arc::clone(resident), context),
-            None => self.execute_upload(context),
+            None => self.execute_upload(context, self.chunk_bytes()),
         }
     }
 }
 
 impl HostToDeviceExec {
-    /// Gathers every input partition concurrently and uploads chunks as they fill.
-    fn execute_upload(&self, context: Arc<TaskContext>) -> Result<DeviceStream> {
+    /// Chunk size when streaming: the batch size shared by the partitions gathering at
+    /// once, so uploads start early and overlap the gathering.
+    fn chunk_bytes(&self) -> usize {
         let partitions = self.input.output_partitioning().partition_count();
-        let chunk_bytes = (self.batch_bytes / partitions.max(1)).max(16 << 20);
+        (self.batch_bytes / partitions.max(1)).max(16 << 20)
+    }
+
+    /// Gathers every input partition concurrently and uploads chunks of about
+    /// `chunk_bytes` as they fill.
+    fn execute_upload(
+        &self,
+        context: Arc<TaskContext>,
+        chunk_bytes: usize,
+    ) -> Result<DeviceStream> {
+        let partitions = self.input.output_partitioning().partition_count();
         let dictionaries = self.dictionaries();
         let schema = self.input.schema();
         let (sender, receiver) = tokio::sync::mpsc::channel::<Result<Arc<DeviceBatch>>>(2);
