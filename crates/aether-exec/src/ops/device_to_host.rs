@@ -99,11 +99,9 @@ impl ExecutionPlan for DeviceToHostExec {
 
     fn with_new_children(
         self: Arc<Self>,
-        mut children: Vec<Arc<dyn ExecutionPlan>>,
+        children: Vec<Arc<dyn ExecutionPlan>>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
-        let input = children
-            .pop()
-            .ok_or_else(|| DataFusionError::Internal("DeviceToHostExec needs one child".into()))?;
+        let input = super::only_child("DeviceToHostExec", children)?;
         Ok(Arc::new(Self::new(
             input,
             Arc::clone(&self.device),

@@ -108,11 +108,9 @@ impl ExecutionPlan for GpuHashAggregateExec {
 
     fn with_new_children(
         self: Arc<Self>,
-        mut children: Vec<Arc<dyn ExecutionPlan>>,
+        children: Vec<Arc<dyn ExecutionPlan>>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
-        let input = children.pop().ok_or_else(|| {
-            DataFusionError::Internal("GpuHashAggregateExec needs one child".into())
-        })?;
+        let input = super::only_child("GpuHashAggregateExec", children)?;
         Ok(Arc::new(Self {
             input,
             device: Arc::clone(&self.device),

@@ -86,11 +86,9 @@ impl ExecutionPlan for GpuFilterExec {
 
     fn with_new_children(
         self: Arc<Self>,
-        mut children: Vec<Arc<dyn ExecutionPlan>>,
+        children: Vec<Arc<dyn ExecutionPlan>>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
-        let input = children
-            .pop()
-            .ok_or_else(|| DataFusionError::Internal("GpuFilterExec needs one child".into()))?;
+        let input = super::only_child("GpuFilterExec", children)?;
         Ok(Arc::new(Self {
             input,
             predicate: Arc::clone(&self.predicate),

@@ -92,11 +92,9 @@ impl ExecutionPlan for GpuProjectExec {
 
     fn with_new_children(
         self: Arc<Self>,
-        mut children: Vec<Arc<dyn ExecutionPlan>>,
+        children: Vec<Arc<dyn ExecutionPlan>>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
-        let input = children
-            .pop()
-            .ok_or_else(|| DataFusionError::Internal("GpuProjectExec needs one child".into()))?;
+        let input = super::only_child("GpuProjectExec", children)?;
         Ok(Arc::new(Self {
             input,
             exprs: self.exprs.clone(),

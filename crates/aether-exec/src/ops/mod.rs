@@ -59,6 +59,19 @@ pub fn as_device_exec(plan: &Arc<dyn ExecutionPlan>) -> Option<&dyn DeviceExec> 
     None
 }
 
+/// The one child `operator` is rebuilt with.
+pub(crate) fn only_child(
+    operator: &str,
+    mut children: Vec<Arc<dyn ExecutionPlan>>,
+) -> datafusion::error::Result<Arc<dyn ExecutionPlan>> {
+    match (children.pop(), children.is_empty()) {
+        (Some(child), true) => Ok(child),
+        _ => Err(DataFusionError::Internal(format!(
+            "{operator} needs one child"
+        ))),
+    }
+}
+
 /// A device error as a DataFusion error, keeping its GPU-naming message.
 pub(crate) fn device_error(error: DeviceError) -> DataFusionError {
     DataFusionError::External(Box::new(error))

@@ -305,7 +305,6 @@ impl Placer<'_> {
             Decision::Cpu(mark, reasons) => {
                 self.line(depth, mark, &aggregate, reasons);
                 // The chain stays on the CPU too; its nodes say why on their own lines.
-                let mut node = Arc::clone(&aggregate);
                 let mut node_depth = depth;
                 let mut rebuilt_children = Vec::new();
                 for child in &chain {
@@ -321,9 +320,7 @@ impl Placer<'_> {
                     );
                     self.expression_lines(child, node_depth + 1);
                     rebuilt_children.push(Arc::clone(child));
-                    node = Arc::clone(child);
                 }
-                let _ = node;
                 let new_source = self.visit(&source, node_depth + 1)?;
                 // Rebuild the chain over the (possibly placed) source, bottom up.
                 let mut rebuilt = new_source;
