@@ -272,6 +272,18 @@ impl AetherContext {
         Ok(self.session.execute_logical_plan(plan).await?)
     }
 
+    /// The logical plan of one SQL statement, without running it (DDL included).
+    pub async fn sql_plan(&self, sql: &str) -> Result<LogicalPlan> {
+        let mut statements = self.parse(sql)?;
+        match (statements.pop(), statements.is_empty()) {
+            (Some(statement), true) => self.plan_statement(statement).await,
+            (None, _) => Err(AetherError::Usage("no SQL statement was given".into())),
+            (Some(_), false) => Err(AetherError::Usage(
+                "expected one SQL statement; use a script for several".into(),
+            )),
+        }
+    }
+
     /// Runs every statement of `sql` in order and returns the rows of the last query.
     pub async fn run_script(&self, sql: &str) -> Result<ScriptOutput> {
         self.script(sql, ScriptMode::Run).await

@@ -6,6 +6,7 @@
 
 pub mod cli;
 pub mod config;
+pub mod connect;
 pub mod context;
 pub mod error;
 pub mod output;

@@ -17,7 +17,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use super::{Benchmark, CommonArgs};
 use crate::error::{AetherError, Result};
 use crate::parallel::{available_threads, map_parallel};
-use crate::tpch::{TpchTable, generation_jobs, validate_scale_factor};
+use crate::tpch::{QUERY_NUMBERS, TpchTable, generation_jobs, query_sql, validate_scale_factor};
 
 #[derive(Debug, Args)]
 pub struct DatagenArgs {
@@ -32,6 +32,10 @@ pub struct DatagenArgs {
     /// Files per large table (default: one per core).
     #[arg(long, value_name = "K")]
     parts: Option<usize>,
+    /// Also write the 22 queries, with the validation parameters for this scale factor,
+    /// as `OUT/queries/q<N>.sql`.
+    #[arg(long)]
+    queries: bool,
     #[command(flatten)]
     common: CommonArgs,
 }
@@ -48,6 +52,10 @@ pub async fn run(args: DatagenArgs) -> Result<()> {
     };
     for table in TpchTable::ALL {
         prepare_table_dir(&args.out.join(table.name()))?;
+    }
+
+    if args.queries {
+        write_queries(&args.out.join("queries"), scale_factor)?;
     }
 
     let jobs = generation_jobs(scale_factor, parts);
@@ -132,4 +140,18 @@ fn write_part(
     writer.close().map_err(parquet_error)?;
     std::fs::rename(&temporary, path).map_err(output_error)?;
     Ok(rows)
+}
+
+/// Writes each TPC-H query's SQL text to `dir/q<N>.sql`.
+fn write_queries(dir: &Path, scale_factor: f64) -> Result<()> {
+    let output_error = |path: &Path, source| AetherError::Output {
+        path: path.to_path_buf(),
+        source,
+    };
+    std::fs::create_dir_all(dir).map_err(|e| output_error(dir, e))?;
+    for n in QUERY_NUMBERS {
+        let path = dir.join(format!("q{n}.sql"));
+        std::fs::write(&path, query_sql(n, scale_factor)?).map_err(|e| output_error(&path, e))?;
+    }
+    Ok(())
 }

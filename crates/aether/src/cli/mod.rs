@@ -4,6 +4,7 @@ mod bench;
 mod datagen;
 mod demo;
 mod doctor;
+mod serve;
 mod sql;
 
 use aether_exec::Engine;
@@ -32,6 +33,8 @@ enum Command {
     Bench(bench::BenchArgs),
     /// Check the GPU: driver, memory, measured bandwidth, kernel cache and a self-test.
     Doctor(doctor::DoctorArgs),
+    /// Serve Spark Connect, so unchanged PySpark programs run on Aether.
+    Serve(serve::ServeArgs),
 }
 
 /// The benchmarks Aether has built in.
@@ -54,8 +57,8 @@ struct CommonArgs {
 }
 
 impl CommonArgs {
-    /// A context with these settings (`--engine` first, so `--conf` can override it).
-    fn context(&self) -> Result<AetherContext> {
+    /// The settings these options make (`--engine` first, so `--conf` can override it).
+    fn settings(&self) -> Vec<Setting> {
         let mut settings = Vec::with_capacity(self.conf.len() + 1);
         if let Some(engine) = self.engine {
             settings.push(Setting {
@@ -64,7 +67,12 @@ impl CommonArgs {
             });
         }
         settings.extend(self.conf.iter().cloned());
-        let (context, notices) = AetherContext::with_settings(&settings)?;
+        settings
+    }
+
+    /// A context with these settings.
+    fn context(&self) -> Result<AetherContext> {
+        let (context, notices) = AetherContext::with_settings(&self.settings())?;
         for notice in notices {
             eprintln!("{notice}");
         }
@@ -81,6 +89,7 @@ impl Cli {
             Command::Datagen(args) => datagen::run(args).await,
             Command::Bench(args) => bench::run(args).await,
             Command::Doctor(args) => doctor::run(args).await,
+            Command::Serve(args) => serve::run(args).await,
         }
     }
 }

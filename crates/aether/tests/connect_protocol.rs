@@ -1,0 +1,216 @@
+//! The Spark Connect server against bad input: garbage bytes, truncated messages,
+//! unknown relation types, oversized messages and a wrong session. Each request fails
+//! with a gRPC error and the server keeps answering well-formed requests.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use aether::AetherContext;
+use aether::connect::ConnectBackend;
+use aether_connect::proto::execute_plan_response::ResponseType;
+use aether_connect::proto::plan::OpType;
+use aether_connect::proto::relation::RelType;
+use aether_connect::proto::spark_connect_service_client::SparkConnectServiceClient;
+use aether_connect::proto::{ExecutePlanRequest, Plan, Relation, Sql, UserContext};
+use aether_connect::{ServeOptions, serve};
+use bytes::{Buf, BufMut};
+use futures::StreamExt;
+use prost::Message;
+use tonic::codec::{Codec, DecodeBuf, Decoder, EncodeBuf, Encoder};
+use tonic::transport::Channel;
+use tonic::{Code, Status};
+
+const SESSION: &str = "8f6c6a36-6f5d-4bc4-9d36-0b6d4a5bc001";
+
+/// Starts a server on a free port and returns its address.
+async fn start_server() -> SocketAddr {
+    let template = AetherContext::new();
+    let backend = ConnectBackend::new(Vec::new(), &template).await.unwrap();
+    let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
+    let options = ServeOptions {
+        address: "127.0.0.1:0".parse().unwrap(),
+        token: None,
+    };
+    tokio::spawn(async move {
+        serve(
+            options,
+            Arc::new(backend),
+            move |address| {
+                let _ = ready_tx.send(address);
+            },
+            std::future::pending(),
+        )
+        .await
+        .unwrap();
+    });
+    ready_rx.await.unwrap()
+}
+
+async fn connect(address: SocketAddr) -> SparkConnectServiceClient<Channel> {
+    SparkConnectServiceClient::connect(format!("http://{address}"))
+        .await
+        .unwrap()
+        .max_decoding_message_size(256 << 20)
+        .max_encoding_message_size(256 << 20)
+}
+
+fn request(relation: RelType) -> ExecutePlanRequest {
+    ExecutePlanRequest {
+        session_id: SESSION.to_string(),
+        user_context: Some(UserContext {
+            user_id: "test".into(),
+            ..UserContext::default()
+        }),
+        plan: Some(Plan {
+            op_type: Some(OpType::Root(Relation {
+                common: None,
+                rel_type: Some(relation),
+            })),
+        }),
+        ..ExecutePlanRequest::default()
+    }
+}
+
+fn sql(query: &str) -> RelType {
+    RelType::Sql(Sql {
+        query: query.to_string(),
+        ..Sql::default()
+    })
+}
+
+/// Runs `request` and returns its rows, or the status it failed with.
+async fn rows_or_status(
+    client: &mut SparkConnectServiceClient<Channel>,
+    request: ExecutePlanRequest,
+) -> Result<i64, Status> {
+    let mut stream = client.execute_plan(request).await?.into_inner();
+    let mut rows = 0;
+    while let Some(response) = stream.next().await {
+        if let Some(ResponseType::ArrowBatch(batch)) = response?.response_type {
+            rows += batch.row_count;
+        }
+    }
+    Ok(rows)
+}
+
+/// Sends raw bytes as the body of an RPC, to test what a broken client could send.
+#[derive(Debug, Clone, Default)]
+struct RawCodec;
+
+impl Codec for RawCodec {
+    type Encode = Vec<u8>;
+    type Decode = Vec<u8>;
+    type Encoder = RawCodec;
+    type Decoder = RawCodec;
+    fn encoder(&mut self) -> Self::Encoder {
+        RawCodec
+    }
+    fn decoder(&mut self) -> Self::Decoder {
+        RawCodec
+    }
+}
+
+impl Encoder for RawCodec {
+    type Item = Vec<u8>;
+    type Error = Status;
+    fn encode(&mut self, item: Vec<u8>, dst: &mut EncodeBuf<'_>) -> Result<(), Status> {
+        dst.put_slice(&item);
+        Ok(())
+    }
+}
+
+impl Decoder for RawCodec {
+    type Item = Vec<u8>;
+    type Error = Status;
+    fn decode(&mut self, src: &mut DecodeBuf<'_>) -> Result<Option<Vec<u8>>, Status> {
+        let bytes = src.copy_to_bytes(src.remaining());
+        Ok(Some(bytes.to_vec()))
+    }
+}
+
+async fn send_raw(address: SocketAddr, method: &str, body: Vec<u8>) -> Status {
+    let channel = Channel::from_shared(format!("http://{address}"))
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let mut grpc = tonic::client::Grpc::new(channel).max_encoding_message_size(256 << 20);
+    grpc.ready().await.unwrap();
+    let path = format!("/spark.connect.SparkConnectService/{method}")
+        .parse()
+        .unwrap();
+    match grpc
+        .unary::<Vec<u8>, Vec<u8>, RawCodec>(tonic::Request::new(body), path, RawCodec)
+        .await
+    {
+        Ok(_) => panic!("{method} accepted a malformed body"),
+        Err(status) => status,
+    }
+}
+
+#[tokio::test]
+async fn bad_requests_fail_alone_and_the_server_keeps_serving() {
+    let address = start_server().await;
+    let mut client = connect(address).await;
+    assert_eq!(
+        rows_or_status(&mut client, request(sql("SELECT 1 AS x")))
+            .await
+            .unwrap(),
+        1
+    );
+
+    // Garbage bytes.
+    let status = send_raw(address, "AnalyzePlan", vec![0xff; 64]).await;
+    assert_eq!(status.code(), Code::Internal, "{status:?}");
+
+    // A valid request cut in half.
+    let mut truncated = request(sql("SELECT 42")).encode_to_vec();
+    truncated.truncate(truncated.len() / 2);
+    let status = send_raw(address, "Config", truncated).await;
+    assert_eq!(status.code(), Code::Internal, "{status:?}");
+
+    // A relation type the server does not support names itself.
+    let status = rows_or_status(&mut client, request(RelType::Sample(Vec::new())))
+        .await
+        .unwrap_err();
+    assert_eq!(status.code(), Code::Unimplemented, "{status:?}");
+    assert!(status.message().contains("sample"), "{}", status.message());
+
+    // A request without a relation type.
+    let mut empty = request(sql("SELECT 1"));
+    empty.plan = Some(Plan {
+        op_type: Some(OpType::Root(Relation::default())),
+    });
+    let status = rows_or_status(&mut client, empty).await.unwrap_err();
+    assert_eq!(status.code(), Code::InvalidArgument, "{status:?}");
+
+    // Over the 128 MiB message limit.
+    let huge = request(sql(&format!("SELECT '{}'", "x".repeat(130 << 20))));
+    let status = rows_or_status(&mut client, huge).await.unwrap_err();
+    assert_eq!(status.code(), Code::OutOfRange, "{status:?}");
+
+    // A session id that is not a UUID.
+    let mut bad_session = request(sql("SELECT 1"));
+    bad_session.session_id = "not-a-uuid".into();
+    let status = rows_or_status(&mut client, bad_session).await.unwrap_err();
+    assert_eq!(status.code(), Code::InvalidArgument, "{status:?}");
+
+    // Bad SQL is the client's error, and says where.
+    let status = rows_or_status(&mut client, request(sql("SELEC 1")))
+        .await
+        .unwrap_err();
+    assert_eq!(status.code(), Code::InvalidArgument, "{status:?}");
+
+    // Still serving.
+    let mut fresh = connect(address).await;
+    assert_eq!(
+        rows_or_status(
+            &mut fresh,
+            request(sql("SELECT * FROM (VALUES (1), (2), (3)) t(x)"))
+        )
+        .await
+        .unwrap(),
+        3
+    );
+}

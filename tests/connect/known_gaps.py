@@ -1,0 +1,35 @@
+"""Where Aether differs from Spark today, test by test.
+
+Each entry is a test that checks Spark's real behaviour and fails on Aether for the
+reason given. They run as strict expected failures: a fix makes the test pass, which
+fails the run until its entry is removed here. Nothing here applies when the suite runs
+against real Spark.
+"""
+
+SQL_INT_LITERALS = "SQL integer literals are bigint (DataFusion), Spark types them int"
+DECIMAL_TYPES = "decimal arithmetic and avg follow DataFusion's result types and rounding, not Spark's"
+NULLABLE_READS = "file and table columns keep their declared nullability; Spark makes them all nullable"
+
+KNOWN_GAPS = {
+    "test_actions.py::test_to_pandas_values_and_dtypes": SQL_INT_LITERALS,
+    "test_catalog.py::test_list_columns": NULLABLE_READS,
+    "test_conf.py::test_invalid_value_is_rejected": "Spark keys are not validated (spark.sql.shuffle.partitions=abc is kept)",
+    "test_conf.py::test_sql_set_is_seen_by_conf": "`SET key` without a value does not parse",
+    "test_distinct.py::test_sql_distinct_count": "COUNT(DISTINCT a, b) is not supported by DataFusion",
+    "test_group_by.py::test_decimal_sum_and_average": DECIMAL_TYPES,
+    "test_range.py::test_sql_range_table_function": "SQL range() names its column `value`, Spark `id`",
+    "test_read_csv.py::test_infer_schema": "CSV schema inference gives bigint where Spark gives int",
+    "test_read_csv.py::test_separator_option": "CSV schema inference gives bigint where Spark gives int",
+    "test_read_parquet.py::test_schema_is_read_with_every_column_nullable": NULLABLE_READS,
+    "test_schema.py::test_print_schema": "SQL TIMESTAMP literals are timestamp_ntz (DataFusion), Spark's are timestamp",
+    "test_schema.py::test_dtypes": "SQL TIMESTAMP literals are timestamp_ntz (DataFusion), Spark's are timestamp",
+    "test_schema.py::test_decimal_arithmetic_types": DECIMAL_TYPES,
+    "test_set_operations.py::test_except_all": "exceptAll removes every matching row instead of one per match",
+    "test_sql_literals.py::test_numeric_suffixes": "Spark's typed literal suffixes (1Y, 1.5D, 1.25BD) do not parse",
+    "test_sql_literals.py::test_unsuffixed_numbers": SQL_INT_LITERALS,
+    "test_sql_literals.py::test_double_arithmetic_with_suffixes": "Spark's typed literal suffixes (1Y, 1.5D, 1.25BD) do not parse",
+    "test_sql_show.py::test_float_division_and_null_double": "SQL `/` on integers divides as integers (DataFusion); Spark gives a double",
+    "test_sql_show.py::test_derived_column_names": "SQL result columns get DataFusion's names (`Int64(1) + Int64(2)`), not Spark's",
+    "test_sql_show.py::test_nested_types": "SQL array()/map()/struct() constructors with Spark's names are not available in SQL",
+    "test_temp_views.py::test_sql_create_temp_view": "CREATE TEMPORARY VIEW is not supported by DataFusion's SQL",
+}
