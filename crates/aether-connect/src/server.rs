@@ -77,6 +77,47 @@ fn user_of(context: Option<&UserContext>) -> &str {
     context.map_or("", |c| c.user_id.as_str())
 }
 
+/// Requests that name a session: user, session id and the server-side id the client saw.
+trait SessionRequest {
+    fn session_key(&self) -> (&str, &str, Option<&str>);
+}
+
+macro_rules! session_request {
+    ($($request:ty),*) => {$(
+        impl SessionRequest for $request {
+            fn session_key(&self) -> (&str, &str, Option<&str>) {
+                (
+                    user_of(self.user_context.as_ref()),
+                    &self.session_id,
+                    self.client_observed_server_side_session_id.as_deref(),
+                )
+            }
+        }
+    )*};
+}
+
+session_request!(
+    AnalyzePlanRequest,
+    ConfigRequest,
+    ArtifactStatusesRequest,
+    InterruptRequest,
+    ReattachExecuteRequest,
+    ReleaseExecuteRequest,
+    FetchErrorDetailsRequest,
+    GetStatusRequest
+);
+
+impl ConnectService {
+    /// The session a request names (created on first use).
+    fn session(
+        &self,
+        request: &impl SessionRequest,
+    ) -> Result<Arc<crate::session::Session>, ConnectError> {
+        let (user, session_id, observed) = request.session_key();
+        self.sessions.get_or_create(user, session_id, observed)
+    }
+}
+
 #[tonic::async_trait]
 impl SparkConnectService for ConnectService {
     type ExecutePlanStream = ResponseStream;
@@ -95,11 +136,7 @@ impl SparkConnectService for ConnectService {
         request: Request<AnalyzePlanRequest>,
     ) -> Result<Response<AnalyzePlanResponse>, Status> {
         let request = request.into_inner();
-        let session = self.sessions.get_or_create(
-            user_of(request.user_context.as_ref()),
-            &request.session_id,
-            request.client_observed_server_side_session_id.as_deref(),
-        )?;
+        let session = self.session(&request)?;
         Ok(Response::new(analyze::handle(session, request).await?))
     }
 
@@ -108,11 +145,7 @@ impl SparkConnectService for ConnectService {
         request: Request<ConfigRequest>,
     ) -> Result<Response<ConfigResponse>, Status> {
         let request = request.into_inner();
-        let session = self.sessions.get_or_create(
-            user_of(request.user_context.as_ref()),
-            &request.session_id,
-            request.client_observed_server_side_session_id.as_deref(),
-        )?;
+        let session = self.session(&request)?;
         Ok(Response::new(config::handle(&session, request)?))
     }
 
@@ -131,11 +164,7 @@ impl SparkConnectService for ConnectService {
         request: Request<ArtifactStatusesRequest>,
     ) -> Result<Response<ArtifactStatusesResponse>, Status> {
         let request = request.into_inner();
-        let session = self.sessions.get_or_create(
-            user_of(request.user_context.as_ref()),
-            &request.session_id,
-            request.client_observed_server_side_session_id.as_deref(),
-        )?;
+        let session = self.session(&request)?;
         let statuses = request
             .names
             .into_iter()
@@ -158,11 +187,7 @@ impl SparkConnectService for ConnectService {
         request: Request<InterruptRequest>,
     ) -> Result<Response<InterruptResponse>, Status> {
         let request = request.into_inner();
-        let session = self.sessions.get_or_create(
-            user_of(request.user_context.as_ref()),
-            &request.session_id,
-            request.client_observed_server_side_session_id.as_deref(),
-        )?;
+        let session = self.session(&request)?;
         let target = match (
             InterruptType::try_from(request.interrupt_type),
             request.interrupt,
@@ -190,11 +215,7 @@ impl SparkConnectService for ConnectService {
         // Executions always end with ResultComplete and are not kept for replay; a
         // reattach can only follow a broken connection.
         let request = request.into_inner();
-        self.sessions.get_or_create(
-            user_of(request.user_context.as_ref()),
-            &request.session_id,
-            request.client_observed_server_side_session_id.as_deref(),
-        )?;
+        self.session(&request)?;
         Err(ConnectError::operation_not_found(&request.operation_id).into())
     }
 
@@ -203,11 +224,7 @@ impl SparkConnectService for ConnectService {
         request: Request<ReleaseExecuteRequest>,
     ) -> Result<Response<ReleaseExecuteResponse>, Status> {
         let request = request.into_inner();
-        let session = self.sessions.get_or_create(
-            user_of(request.user_context.as_ref()),
-            &request.session_id,
-            request.client_observed_server_side_session_id.as_deref(),
-        )?;
+        let session = self.session(&request)?;
         Ok(Response::new(ReleaseExecuteResponse {
             session_id: session.session_id.clone(),
             server_side_session_id: session.server_side_id.clone(),
@@ -237,11 +254,7 @@ impl SparkConnectService for ConnectService {
     ) -> Result<Response<FetchErrorDetailsResponse>, Status> {
         // Errors carry everything in their ErrorInfo; there are no stored details.
         let request = request.into_inner();
-        let session = self.sessions.get_or_create(
-            user_of(request.user_context.as_ref()),
-            &request.session_id,
-            request.client_observed_server_side_session_id.as_deref(),
-        )?;
+        let session = self.session(&request)?;
         Ok(Response::new(FetchErrorDetailsResponse {
             server_side_session_id: session.server_side_id.clone(),
             session_id: session.session_id.clone(),
@@ -262,11 +275,7 @@ impl SparkConnectService for ConnectService {
         request: Request<GetStatusRequest>,
     ) -> Result<Response<GetStatusResponse>, Status> {
         let request = request.into_inner();
-        let session = self.sessions.get_or_create(
-            user_of(request.user_context.as_ref()),
-            &request.session_id,
-            None,
-        )?;
+        let session = self.session(&request)?;
         Ok(Response::new(GetStatusResponse {
             session_id: session.session_id.clone(),
             server_side_session_id: session.server_side_id.clone(),
