@@ -571,7 +571,8 @@ mod tests {
         assert_eq!(schema.field(1).name(), "b c");
         assert!(!schema.field(1).is_nullable());
         assert_eq!(schema.field(2).data_type(), &DataType::Decimal128(12, 2));
-        assert!(matches!(schema.field(5).data_type(), DataType::Map(_, _)));
+        assert!(matches!(schema.field(4).data_type(), DataType::Map(_, _)));
+        assert!(matches!(schema.field(5).data_type(), DataType::Struct(_)));
         assert!(parse_schema("a INT,").is_err());
         assert!(parse_schema("a widget").is_err());
     }
