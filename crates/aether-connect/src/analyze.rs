@@ -272,9 +272,8 @@ fn collect_files(relation: &Relation, files: &mut Vec<String>) {
             files.extend(list_files(std::path::Path::new(path)));
         }
     }
-    // Walk into the children by decoding each relation field of the message.
     for child in children(relation) {
-        collect_files(&child, files);
+        collect_files(child, files);
     }
 }
 
@@ -302,11 +301,10 @@ fn list_files(path: &std::path::Path) -> Vec<String> {
 }
 
 /// The direct input relations of a relation.
-fn children(relation: &Relation) -> Vec<Relation> {
+fn children(relation: &Relation) -> Vec<&Relation> {
     let Some(rel) = &relation.rel_type else {
         return Vec::new();
     };
-    let boxed = |r: &Option<Box<Relation>>| r.as_deref().cloned().into_iter().collect::<Vec<_>>();
     match rel {
         RelType::Project(r) => boxed(&r.input),
         RelType::Filter(r) => boxed(&r.input),
@@ -325,4 +323,9 @@ fn children(relation: &Relation) -> Vec<Relation> {
         RelType::WithColumns(r) => boxed(&r.input),
         _ => Vec::new(),
     }
+}
+
+/// A boxed optional input as a list of zero or one relation.
+fn boxed(relation: &Option<Box<Relation>>) -> Vec<&Relation> {
+    relation.as_deref().into_iter().collect()
 }

@@ -5,18 +5,20 @@
 //! and a user schema for every format. Columns of files read this way carry no
 //! qualifier, as in Spark.
 
+use std::collections::HashMap;
+
 use arrow::datatypes::{DataType, Field, Schema};
 use datafusion::datasource::file_format::options::{
     CsvReadOptions, JsonReadOptions, ParquetReadOptions,
 };
-use datafusion::logical_expr::{Expr, LogicalPlan, LogicalPlanBuilder};
-use std::collections::HashMap;
+use datafusion::logical_expr::LogicalPlan;
 
 use crate::error::{ConnectError, ConnectResult};
 use crate::proto;
 use crate::proto::read::ReadType;
 
 use super::Translator;
+use super::relation::unqualify;
 
 impl Translator {
     pub(super) async fn read(&mut self, read: &proto::Read) -> ConnectResult<LogicalPlan> {
@@ -168,18 +170,4 @@ impl Translator {
         let frame = context.read_csv(paths, base().schema(&schema)).await?;
         unqualify(frame.into_unoptimized_plan())
     }
-}
-
-/// `plan` with its columns' qualifiers removed.
-fn unqualify(plan: LogicalPlan) -> ConnectResult<LogicalPlan> {
-    let exprs: Vec<Expr> = plan
-        .schema()
-        .columns()
-        .into_iter()
-        .map(|c| {
-            let name = c.name.clone();
-            Expr::Column(c).alias(name)
-        })
-        .collect();
-    Ok(LogicalPlanBuilder::from(plan).project(exprs)?.build()?)
 }

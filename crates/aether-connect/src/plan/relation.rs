@@ -591,8 +591,12 @@ pub fn unqualified_scan(
     name: &str,
     table: Arc<dyn datafusion::catalog::TableProvider>,
 ) -> ConnectResult<LogicalPlan> {
-    let scan = LogicalPlanBuilder::scan(name, provider_as_source(table), None)?.build()?;
-    let exprs: Vec<Expr> = scan
+    unqualify(LogicalPlanBuilder::scan(name, provider_as_source(table), None)?.build()?)
+}
+
+/// `plan` with its columns' qualifiers removed.
+pub(super) fn unqualify(plan: LogicalPlan) -> ConnectResult<LogicalPlan> {
+    let exprs: Vec<Expr> = plan
         .schema()
         .columns()
         .into_iter()
@@ -601,7 +605,7 @@ pub fn unqualified_scan(
             Expr::Column(c).alias(name)
         })
         .collect();
-    Ok(LogicalPlanBuilder::from(scan).project(exprs)?.build()?)
+    Ok(LogicalPlanBuilder::from(plan).project(exprs)?.build()?)
 }
 
 /// `declared`'s names and nullability over the data's columns, by position.
