@@ -93,6 +93,7 @@ impl Translator {
                     cast(inner, target)
                 })
             }
+            ExprType::Window(window) => self.window(window, schema),
             ExprType::UnresolvedStar(_) => Err(ConnectError::analysis(
                 "INVALID_USAGE_OF_STAR_OR_REGEX",
                 "[INVALID_USAGE_OF_STAR_OR_REGEX] Invalid usage of '*' in this expression",

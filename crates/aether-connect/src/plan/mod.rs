@@ -13,6 +13,8 @@ mod naming;
 mod read;
 mod relation;
 mod sql_parameters;
+mod window;
+mod window_naming;
 
 use std::sync::Arc;
 

@@ -65,10 +65,7 @@ pub fn spark_name(expression: &Expression) -> String {
         Some(ExprType::SortOrder(order)) => {
             order.child.as_deref().map_or_else(String::new, spark_name)
         }
-        Some(ExprType::Window(window)) => window
-            .window_function
-            .as_deref()
-            .map_or_else(String::new, spark_name),
+        Some(ExprType::Window(window)) => super::window_naming::window_name(window),
         _ => "expr".to_string(),
     }
 }

@@ -19,6 +19,7 @@ use crate::show::{ShowOptions, html_string, show_string};
 
 use super::Translator;
 use super::literal::literal_sql;
+use super::window::project_with_windows;
 
 impl Translator {
     /// The logical plan of `relation`.
@@ -60,7 +61,7 @@ impl Translator {
                 let aggregates =
                     datafusion::logical_expr::utils::find_aggregate_exprs(exprs.iter());
                 if aggregates.is_empty() {
-                    return Ok(LogicalPlanBuilder::from(input).project(exprs)?.build()?);
+                    return project_with_windows(input, exprs);
                 }
                 // `df.select(F.sum("x"))` is a global aggregate, as in Spark.
                 let plan = LogicalPlanBuilder::from(input)
@@ -68,7 +69,7 @@ impl Translator {
                     .build()?;
                 let projection = exprs
                     .into_iter()
-                    .map(|e| rebase_on_aggregates(e, &aggregates))
+                    .map(|e| rebase_on_columns(e, &aggregates))
                     .collect::<ConnectResult<Vec<_>>>()?;
                 Ok(LogicalPlanBuilder::from(plan)
                     .project(projection)?
@@ -296,9 +297,7 @@ impl Translator {
                 None => exprs.push((name.clone(), expr)),
             }
         }
-        Ok(LogicalPlanBuilder::from(input)
-            .project(exprs.into_iter().map(|(_, e)| e))?
-            .build()?)
+        project_with_windows(input, exprs.into_iter().map(|(_, e)| e).collect())
     }
 
     fn drop_columns(&self, input: LogicalPlan, drop: &proto::Drop) -> ConnectResult<LogicalPlan> {
@@ -404,7 +403,7 @@ impl Translator {
             .collect();
         let mut projection = group_columns;
         for output in outputs {
-            projection.push(rebase_on_aggregates(output, &aggregates)?);
+            projection.push(rebase_on_columns(output, &aggregates)?);
         }
         Ok(LogicalPlanBuilder::from(plan)
             .project(projection)?
@@ -763,8 +762,9 @@ fn check_same_names(
     check_same_width(left, right, "UNION")
 }
 
-/// Replaces the aggregate calls inside `expr` with the aggregate node's output columns.
-fn rebase_on_aggregates(expr: Expr, aggregates: &[Expr]) -> ConnectResult<Expr> {
+/// Replaces the calls inside `expr` that a node below computed (aggregates, window
+/// functions) with that node's output columns.
+pub(super) fn rebase_on_columns(expr: Expr, computed: &[Expr]) -> ConnectResult<Expr> {
     use datafusion::common::tree_node::{Transformed, TreeNode};
     let (name, inner) = match expr {
         Expr::Alias(alias) => (Some(alias.name), *alias.expr),
@@ -772,7 +772,7 @@ fn rebase_on_aggregates(expr: Expr, aggregates: &[Expr]) -> ConnectResult<Expr> 
     };
     let rebased = inner
         .transform_down(|e| {
-            if aggregates.contains(&e) {
+            if computed.contains(&e) {
                 let column = Expr::Column(Column::from_name(e.schema_name().to_string()));
                 Ok(Transformed::yes(column))
             } else {
