@@ -11,13 +11,10 @@ DECIMAL_TYPES = "decimal arithmetic and avg follow DataFusion's result types and
 NULLABLE_READS = "file and table columns keep their declared nullability; Spark makes them all nullable"
 
 KNOWN_GAPS = {
-    "test_actions.py::test_to_pandas_values_and_dtypes": SQL_INT_LITERALS,
     "test_catalog.py::test_list_columns": NULLABLE_READS,
     "test_conf.py::test_invalid_value_is_rejected": "Spark keys are not validated (spark.sql.shuffle.partitions=abc is kept)",
-    "test_conf.py::test_sql_set_is_seen_by_conf": "`SET key` without a value does not parse",
     "test_distinct.py::test_sql_distinct_count": "COUNT(DISTINCT a, b) is not supported by DataFusion",
     "test_group_by.py::test_decimal_sum_and_average": DECIMAL_TYPES,
-    "test_range.py::test_sql_range_table_function": "SQL range() names its column `value`, Spark `id`",
     "test_read_csv.py::test_infer_schema": "CSV schema inference gives bigint where Spark gives int",
     "test_read_csv.py::test_separator_option": "CSV schema inference gives bigint where Spark gives int",
     "test_read_parquet.py::test_schema_is_read_with_every_column_nullable": NULLABLE_READS,
@@ -28,8 +25,6 @@ KNOWN_GAPS = {
     "test_sql_literals.py::test_numeric_suffixes": "Spark's typed literal suffixes (1Y, 1.5D, 1.25BD) do not parse",
     "test_sql_literals.py::test_unsuffixed_numbers": SQL_INT_LITERALS,
     "test_sql_literals.py::test_double_arithmetic_with_suffixes": "Spark's typed literal suffixes (1Y, 1.5D, 1.25BD) do not parse",
-    "test_sql_show.py::test_float_division_and_null_double": "SQL `/` on integers divides as integers (DataFusion); Spark gives a double",
     "test_sql_show.py::test_derived_column_names": "SQL result columns get DataFusion's names (`Int64(1) + Int64(2)`), not Spark's",
     "test_sql_show.py::test_nested_types": "SQL array()/map()/struct() constructors with Spark's names are not available in SQL",
-    "test_temp_views.py::test_sql_create_temp_view": "CREATE TEMPORARY VIEW is not supported by DataFusion's SQL",
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use datafusion::catalog::view::ViewTable;
 use datafusion::common::config::{CsvOptions, TableParquetOptions};
 use datafusion::dataframe::DataFrameWriteOptions;
-use datafusion::logical_expr::{LogicalPlan, SetVariable, Statement};
+use datafusion::logical_expr::{DdlStatement, LogicalPlan, SetVariable, Statement};
 
 use crate::arrow_ipc;
 use crate::error::{ConnectError, ConnectResult};
@@ -110,7 +110,23 @@ async fn run_statement(
         let schema = Arc::new(arrow::datatypes::Schema::empty());
         return Ok((schema, Vec::new()));
     }
+    // Views made by SQL live in this session's own catalog: temporary views, as Spark
+    // lists them.
+    let view_change = match &plan {
+        LogicalPlan::Ddl(DdlStatement::CreateView(view)) => {
+            Some((view.name.table().to_string(), true))
+        }
+        LogicalPlan::Ddl(DdlStatement::DropView(view)) => {
+            Some((view.name.table().to_string(), false))
+        }
+        _ => None,
+    };
     let frame = session.engine.context().execute_logical_plan(plan).await?;
+    match view_change {
+        Some((name, true)) => session.remember_temp_view(&name),
+        Some((name, false)) => session.forget_temp_view(&name),
+        None => {}
+    }
     let schema = Arc::clone(frame.schema().inner());
     let batches = frame.collect().await?;
     Ok((schema, batches))
@@ -225,7 +241,23 @@ async fn write_files(
     partitioning: &[String],
     staging: &Path,
 ) -> ConnectResult<()> {
+    // Views made by SQL live in this session's own catalog: temporary views, as Spark
+    // lists them.
+    let view_change = match &plan {
+        LogicalPlan::Ddl(DdlStatement::CreateView(view)) => {
+            Some((view.name.table().to_string(), true))
+        }
+        LogicalPlan::Ddl(DdlStatement::DropView(view)) => {
+            Some((view.name.table().to_string(), false))
+        }
+        _ => None,
+    };
     let frame = session.engine.context().execute_logical_plan(plan).await?;
+    match view_change {
+        Some((name, true)) => session.remember_temp_view(&name),
+        Some((name, false)) => session.forget_temp_view(&name),
+        None => {}
+    }
     std::fs::create_dir_all(staging)
         .map_err(|e| ConnectError::execution(format!("creating {}: {e}", staging.display())))?;
     let target = format!("{}/", staging.display());

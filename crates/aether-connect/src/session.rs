@@ -217,6 +217,7 @@ impl Sessions {
             Some(session) => Arc::clone(session),
             None => {
                 let engine = self.factory.new_session()?;
+                crate::plan::install_spark_range(engine.context())?;
                 let session = Arc::new(Session::new(session_id.to_string(), engine));
                 live.insert(key, Arc::clone(&session));
                 session

@@ -59,7 +59,8 @@ impl Translator {
             }
             ExprType::ExpressionString(text) => {
                 let state = self.session().engine.context().state();
-                Ok(state.create_logical_expr(&text.expression, schema)?)
+                let expr = state.create_logical_expr(&text.expression, schema)?;
+                Ok(super::spark_sql::spark_expr(expr, schema)?)
             }
             ExprType::Alias(alias) => {
                 let inner = alias

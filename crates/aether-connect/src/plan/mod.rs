@@ -10,8 +10,10 @@ mod expression;
 mod functions;
 mod literal;
 mod naming;
+mod range_function;
 mod read;
 mod relation;
+mod spark_sql;
 mod sql_parameters;
 mod window;
 mod window_naming;
@@ -25,6 +27,7 @@ use crate::error::ConnectResult;
 use crate::session::Session;
 
 pub use naming::sql_type_name;
+pub use range_function::install_spark_range;
 
 /// Translates the relations of one request.
 #[derive(Debug)]

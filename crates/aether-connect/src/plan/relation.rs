@@ -19,6 +19,7 @@ use crate::show::{ShowOptions, html_string, show_string};
 
 use super::Translator;
 use super::literal::literal_sql;
+use super::spark_sql::{SqlRewrite, rewrite_statement, spark_semantics};
 use super::window::project_with_windows;
 
 impl Translator {
@@ -222,7 +223,17 @@ impl Translator {
 
     async fn sql(&mut self, sql: &proto::Sql) -> ConnectResult<LogicalPlan> {
         let text = substitute_parameters(sql)?;
-        Ok(self.session().engine.sql_plan(&text).await?)
+        match rewrite_statement(&text) {
+            SqlRewrite::ShowConfig(key) => {
+                let value = crate::config::get(self.session(), &key)
+                    .unwrap_or_else(|| "<undefined>".to_string());
+                string_row(&[("key", key), ("value", value)])
+            }
+            SqlRewrite::Plan(text) => {
+                let plan = self.session().engine.sql_plan(&text).await?;
+                Ok(spark_semantics(plan)?)
+            }
+        }
     }
 
     fn local_relation(&mut self, local: &proto::LocalRelation) -> ConnectResult<LogicalPlan> {
@@ -258,7 +269,7 @@ impl Translator {
             return Err(ConnectError::invalid("the step of a range must not be 0"));
         }
         let sql = format!(
-            "SELECT value AS id FROM range({start}, {}, {})",
+            "SELECT id AS id FROM range({start}, {}, {})",
             range.end, range.step
         );
         Ok(self.session().engine.sql_plan(&sql).await?)
@@ -576,13 +587,23 @@ pub fn attribute_expression(name: &str) -> proto::Expression {
 
 /// A one-row, one-column plan holding `text`.
 fn one_string(column: &str, text: String) -> ConnectResult<LogicalPlan> {
-    let schema = Arc::new(Schema::new(vec![Field::new(column, DataType::Utf8, false)]));
-    let batch = RecordBatch::try_new(
-        Arc::clone(&schema),
-        vec![Arc::new(StringArray::from(vec![text]))],
-    )?;
+    string_row(&[(column, text)])
+}
+
+/// One row of non-null strings, one column per `(name, value)`.
+fn string_row(columns: &[(&str, String)]) -> ConnectResult<LogicalPlan> {
+    let fields: Vec<Field> = columns
+        .iter()
+        .map(|(name, _)| Field::new(*name, DataType::Utf8, false))
+        .collect();
+    let schema = Arc::new(Schema::new(fields));
+    let arrays = columns
+        .iter()
+        .map(|(_, value)| Arc::new(StringArray::from(vec![value.as_str()])) as _)
+        .collect();
+    let batch = RecordBatch::try_new(Arc::clone(&schema), arrays)?;
     let table = MemTable::try_new(schema, vec![vec![batch]])?;
-    unqualified_scan(column, Arc::new(table))
+    unqualified_scan(columns[0].0, Arc::new(table))
 }
 
 /// A scan of `table` whose columns carry no qualifier, as Spark's anonymous relations.
