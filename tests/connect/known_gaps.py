@@ -21,7 +21,6 @@ KNOWN_GAPS = {
     "test_schema.py::test_print_schema": "SQL TIMESTAMP literals are timestamp_ntz (DataFusion), Spark's are timestamp",
     "test_schema.py::test_dtypes": "SQL TIMESTAMP literals are timestamp_ntz (DataFusion), Spark's are timestamp",
     "test_schema.py::test_decimal_arithmetic_types": DECIMAL_TYPES,
-    "test_set_operations.py::test_except_all": "exceptAll removes every matching row instead of one per match",
     "test_sql_literals.py::test_numeric_suffixes": "Spark's typed literal suffixes (1Y, 1.5D, 1.25BD) do not parse",
     "test_sql_literals.py::test_unsuffixed_numbers": SQL_INT_LITERALS,
     "test_sql_literals.py::test_double_arithmetic_with_suffixes": "Spark's typed literal suffixes (1Y, 1.5D, 1.25BD) do not parse",

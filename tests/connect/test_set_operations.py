@@ -51,10 +51,19 @@ def test_intersect_is_distinct(left, right):
 def test_intersect_all(spark, left):
     other = spark.createDataFrame([(1, "a"), (1, "a"), (1, "a"), (2, "b")], "n INT, s STRING")
     assert sorted_tuples(left.intersectAll(other)) == [(1, "a"), (1, "a"), (2, "b")]
+    # The side with more copies does not decide: min(3, 2) copies either way.
+    assert sorted_tuples(other.intersectAll(left)) == [(1, "a"), (1, "a"), (2, "b")]
 
 
 def test_except_all(left, right):
     assert sorted_tuples(left.exceptAll(right)) == [(1, "a"), (2, "b")]
+
+
+def test_except_all_counts_copies_and_nulls(spark):
+    a = spark.createDataFrame([(1,), (1,), (1,), (None,), (None,), (2,)], "x INT")
+    b = spark.createDataFrame([(1,), (None,), (3,)], "x INT")
+    assert sorted_tuples(a.exceptAll(b)) == [(None,), (1,), (1,), (2,)]
+    assert sorted_tuples(a.intersectAll(b)) == [(None,), (1,)]
 
 
 def test_subtract_is_distinct(left, right):

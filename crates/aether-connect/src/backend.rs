@@ -38,6 +38,10 @@ pub trait EngineSession: Send + Sync + std::fmt::Debug + 'static {
     /// The physical plan that runs `plan` (GPU placement applied) and the placement
     /// report in the RAPIDS format, as `aether.sql.explain` asks.
     async fn physical_plan(&self, plan: LogicalPlan) -> Result<(Arc<dyn ExecutionPlan>, String)>;
+
+    /// Keeps the inputs of this session's GPU segments on the GPU across queries, or
+    /// releases them: `cacheTable` / `CACHE TABLE` on an engine with GPU-resident tables.
+    fn set_gpu_resident(&self, resident: bool);
 }
 
 /// Makes the engine of each new Spark Connect session.

@@ -89,6 +89,9 @@ impl Session {
         lock(&self.cached).contains(&name.to_ascii_lowercase())
     }
 
+    /// Marks a table cached or not. While any table is cached, the engine keeps the
+    /// inputs of GPU segments resident on the GPU (today for all of the session's
+    /// in-memory tables, not only the cached ones).
     pub fn set_cached(&self, name: &str, cached: bool) {
         let name = name.to_ascii_lowercase();
         let mut set = lock(&self.cached);
@@ -97,10 +100,12 @@ impl Session {
         } else {
             set.remove(&name);
         }
+        self.engine.set_gpu_resident(!set.is_empty());
     }
 
     pub fn clear_cached(&self) {
         lock(&self.cached).clear();
+        self.engine.set_gpu_resident(false);
     }
 
     /// A Spark key the client set, if any.

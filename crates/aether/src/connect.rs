@@ -119,6 +119,10 @@ impl EngineSession for ConnectEngine {
             .collect()
     }
 
+    fn set_gpu_resident(&self, resident: bool) {
+        self.context.set_resident(resident);
+    }
+
     async fn physical_plan(&self, plan: LogicalPlan) -> Result<(Arc<dyn ExecutionPlan>, String)> {
         let frame = DataFrame::new(self.context.session().state(), plan);
         let (physical, report) = self

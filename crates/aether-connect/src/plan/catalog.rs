@@ -78,14 +78,11 @@ impl Translator {
             }
             CatType::IsCached(cached) => booleans(&[session.is_cached(&cached.table_name)])?,
             CatType::CacheTable(cache) => {
-                if !self.table_exists(&cache.table_name) {
-                    return Err(ConnectError::table_not_found(&cache.table_name));
-                }
-                session.set_cached(&cache.table_name, true);
+                self.cache_table(&cache.table_name, true, false)?;
                 empty()?
             }
             CatType::UncacheTable(uncache) => {
-                session.set_cached(&uncache.table_name, false);
+                self.cache_table(&uncache.table_name, false, false)?;
                 empty()?
             }
             CatType::ClearCache(_) => {
@@ -115,6 +112,25 @@ impl Translator {
         }
         names.sort_by(|a, b| (a.1, &a.0).cmp(&(b.1, &b.0)));
         names
+    }
+
+    /// `cacheTable` (`cached`) or `uncacheTable`: a missing table is an error unless
+    /// `if_exists`.
+    pub(super) fn cache_table(
+        &self,
+        name: &str,
+        cached: bool,
+        if_exists: bool,
+    ) -> ConnectResult<()> {
+        if !self.table_exists(name) {
+            return if if_exists {
+                Ok(())
+            } else {
+                Err(ConnectError::table_not_found(name))
+            };
+        }
+        self.session().set_cached(name, cached);
+        Ok(())
     }
 
     fn table_exists(&self, name: &str) -> bool {

@@ -9,6 +9,7 @@ mod catalog;
 mod expression;
 mod functions;
 mod literal;
+mod multiset;
 mod naming;
 mod range_function;
 mod read;

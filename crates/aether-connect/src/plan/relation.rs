@@ -19,6 +19,7 @@ use crate::show::{ShowOptions, html_string, show_string};
 
 use super::Translator;
 use super::literal::literal_sql;
+use super::multiset::{MultisetOp, multiset_operation};
 use super::spark_sql::{SqlRewrite, rewrite_statement, spark_semantics};
 use super::window::project_with_windows;
 
@@ -228,6 +229,14 @@ impl Translator {
                 let value = crate::config::get(self.session(), &key)
                     .unwrap_or_else(|| "<undefined>".to_string());
                 string_row(&[("key", key), ("value", value)])
+            }
+            SqlRewrite::Cache {
+                table,
+                cached,
+                if_exists,
+            } => {
+                self.cache_table(&table, cached, if_exists)?;
+                Ok(LogicalPlanBuilder::empty(false).build()?)
             }
             SqlRewrite::Plan(text) => {
                 let plan = self.session().engine.sql_plan(&text).await?;
@@ -485,11 +494,17 @@ impl Translator {
             }
             Ok(SetOpType::Intersect) => {
                 check_same_width(builder.schema(), right.schema(), "INTERSECT")?;
-                LogicalPlanBuilder::intersect(builder.build()?, right, all)?.into()
+                if all {
+                    return multiset_operation(builder.build()?, right, MultisetOp::IntersectAll);
+                }
+                LogicalPlanBuilder::intersect(builder.build()?, right, false)?.into()
             }
             Ok(SetOpType::Except) => {
                 check_same_width(builder.schema(), right.schema(), "EXCEPT")?;
-                LogicalPlanBuilder::except(builder.build()?, right, all)?.into()
+                if all {
+                    return multiset_operation(builder.build()?, right, MultisetOp::ExceptAll);
+                }
+                LogicalPlanBuilder::except(builder.build()?, right, false)?.into()
             }
             _ => return Err(ConnectError::invalid("an unknown set operation")),
         };

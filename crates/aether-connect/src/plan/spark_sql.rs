@@ -7,7 +7,8 @@
 //!   divisor, as under Spark's default ANSI mode), not integer division;
 //! - `CREATE [OR REPLACE] TEMP[ORARY] VIEW` creates a session view (each Connect
 //!   session has its own catalog, so DataFusion's `CREATE VIEW` is exactly that);
-//! - `SET key` with no value shows the key's value, as Spark's does.
+//! - `SET key` with no value shows the key's value, as Spark's does;
+//! - `CACHE TABLE t` / `UNCACHE TABLE t` do what `spark.catalog.cacheTable` does.
 //!
 //! Rewritten expressions keep the names DataFusion gave them, so columns that refer to
 //! them by name above still resolve.
@@ -172,6 +173,12 @@ pub enum SqlRewrite {
     Plan(String),
     /// `SET key`: show the key's value.
     ShowConfig(String),
+    /// `CACHE [LAZY] TABLE t` (`cached`) or `UNCACHE TABLE [IF EXISTS] t`.
+    Cache {
+        table: String,
+        cached: bool,
+        if_exists: bool,
+    },
 }
 
 /// Spark statements DataFusion does not parse, rewritten to ones it does.
@@ -179,6 +186,9 @@ pub fn rewrite_statement(sql: &str) -> SqlRewrite {
     let trimmed = sql.trim().trim_end_matches(';').trim();
     if let Some(key) = set_key_without_value(trimmed) {
         return SqlRewrite::ShowConfig(key);
+    }
+    if let Some(cache) = cache_statement(trimmed) {
+        return cache;
     }
     let Ok(mut statements) = Parser::parse_sql(&GenericDialect {}, trimmed) else {
         return SqlRewrite::Plan(sql.to_string());
@@ -190,6 +200,32 @@ pub fn rewrite_statement(sql: &str) -> SqlRewrite {
         return SqlRewrite::Plan(statements[0].to_string());
     }
     SqlRewrite::Plan(sql.to_string())
+}
+
+/// `CACHE [LAZY] TABLE t` and `UNCACHE TABLE [IF EXISTS] t`; other forms (`CACHE TABLE
+/// t AS SELECT ...`, OPTIONS) are left to the parser, which rejects them.
+fn cache_statement(sql: &str) -> Option<SqlRewrite> {
+    let words: Vec<String> = sql
+        .split_whitespace()
+        .map(|w| w.to_ascii_uppercase())
+        .collect();
+    let table = || {
+        sql.split_whitespace()
+            .last()
+            .map(|t| t.trim_matches('`').to_string())
+    };
+    let words: Vec<&str> = words.iter().map(String::as_str).collect();
+    let (cached, if_exists) = match words.as_slice() {
+        ["CACHE", "TABLE", _] | ["CACHE", "LAZY", "TABLE", _] => (true, false),
+        ["UNCACHE", "TABLE", _] => (false, false),
+        ["UNCACHE", "TABLE", "IF", "EXISTS", _] => (false, true),
+        _ => return None,
+    };
+    Some(SqlRewrite::Cache {
+        table: table()?,
+        cached,
+        if_exists,
+    })
 }
 
 /// `SET spark.sql.shuffle.partitions` (a dotted key and nothing else).
@@ -297,6 +333,22 @@ mod tests {
         assert_eq!(
             rewrite_statement("set spark.sql.shuffle.partitions;"),
             SqlRewrite::ShowConfig("spark.sql.shuffle.partitions".to_string())
+        );
+        assert_eq!(
+            rewrite_statement("cache lazy table `t1`"),
+            SqlRewrite::Cache {
+                table: "t1".to_string(),
+                cached: true,
+                if_exists: false
+            }
+        );
+        assert_eq!(
+            rewrite_statement("UNCACHE TABLE IF EXISTS t1"),
+            SqlRewrite::Cache {
+                table: "t1".to_string(),
+                cached: false,
+                if_exists: true
+            }
         );
         assert_eq!(
             rewrite_statement("SET a = 1"),
