@@ -12,7 +12,6 @@ NULLABLE_READS = "file and table columns keep their declared nullability; Spark 
 
 KNOWN_GAPS = {
     "test_catalog.py::test_list_columns": NULLABLE_READS,
-    "test_conf.py::test_invalid_value_is_rejected": "Spark keys are not validated (spark.sql.shuffle.partitions=abc is kept)",
     "test_distinct.py::test_sql_distinct_count": "COUNT(DISTINCT a, b) is not supported by DataFusion",
     "test_group_by.py::test_decimal_sum_and_average": DECIMAL_TYPES,
     "test_read_csv.py::test_infer_schema": "CSV schema inference gives bigint where Spark gives int",

@@ -62,3 +62,15 @@ def test_sql_set_is_seen_by_conf(spark):
         assert [tuple(r) for r in rows] == [("test.connect.sql_set", "5")]
     finally:
         spark.conf.unset("test.connect.sql_set")
+
+
+def test_typed_values_are_checked(spark):
+    with pytest.raises(IllegalArgumentException, match="TYPE_MISMATCH"):
+        spark.conf.set("spark.sql.ansi.enabled", "maybe")
+    with pytest.raises(IllegalArgumentException, match="'int'"):
+        spark.conf.set("spark.sql.repl.eagerEval.maxNumRows", "1.5")
+    spark.conf.set("spark.sql.ansi.enabled", "TRUE")
+    try:
+        assert spark.conf.get("spark.sql.ansi.enabled") == "TRUE"
+    finally:
+        spark.conf.unset("spark.sql.ansi.enabled")

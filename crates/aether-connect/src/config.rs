@@ -90,6 +90,7 @@ fn set(session: &Session, key: &str, value: &str) -> ConnectResult<()> {
     if engine_key(key) {
         return Ok(session.engine.set_config(key, value)?);
     }
+    check_value_type(key, value)?;
     if key == TIME_ZONE {
         if value.parse::<arrow::array::timezone::Tz>().is_err() {
             return Err(ConnectError::invalid(format!(
@@ -103,6 +104,37 @@ fn set(session: &Session, key: &str, value: &str) -> ConnectResult<()> {
     }
     session.set_spark_conf(key, value);
     Ok(())
+}
+
+/// Spark rejects a value of the wrong type for a key it knows; the type of each key
+/// with a default here is the type of that default (`true`/`false`, an int, a long).
+fn check_value_type(key: &str, value: &str) -> ConnectResult<()> {
+    let Some(default) = spark_default(key) else {
+        return Ok(());
+    };
+    let expected = if default == "true" || default == "false" {
+        "boolean"
+    } else if default.parse::<i32>().is_ok() {
+        "int"
+    } else if default.parse::<i64>().is_ok() {
+        "long"
+    } else {
+        return Ok(());
+    };
+    let valid = match expected {
+        "boolean" => {
+            value.trim().eq_ignore_ascii_case("true") || value.trim().eq_ignore_ascii_case("false")
+        }
+        "int" => value.trim().parse::<i32>().is_ok(),
+        _ => value.trim().parse::<i64>().is_ok(),
+    };
+    if valid {
+        return Ok(());
+    }
+    Err(ConnectError::invalid_conf(format!(
+        "[INVALID_CONF_VALUE.TYPE_MISMATCH] The value '{value}' in the config \"{key}\" is \
+         invalid. It should be a/an '{expected}' value."
+    )))
 }
 
 fn pair(key: &str, value: Option<String>) -> KeyValue {

@@ -115,6 +115,17 @@ impl ConnectError {
         )
     }
 
+    /// A configuration value of the wrong type (`IllegalArgumentException`).
+    pub fn invalid_conf(message: impl Into<String>) -> Self {
+        Self::new(
+            Code::InvalidArgument,
+            ILLEGAL_ARGUMENT,
+            "INVALID_CONF_VALUE.TYPE_MISMATCH",
+            "22022",
+            message,
+        )
+    }
+
     /// Something Spark has that Aether does not support yet.
     pub fn unsupported(what: impl std::fmt::Display) -> Self {
         Self::new(
