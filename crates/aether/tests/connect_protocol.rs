@@ -3,96 +3,20 @@
 //! with a gRPC error and the server keeps answering well-formed requests.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod connect_support;
+
 use std::net::SocketAddr;
-use std::sync::Arc;
 
 use aether::AetherContext;
-use aether::connect::ConnectBackend;
-use aether_connect::proto::execute_plan_response::ResponseType;
 use aether_connect::proto::plan::OpType;
 use aether_connect::proto::relation::RelType;
-use aether_connect::proto::spark_connect_service_client::SparkConnectServiceClient;
-use aether_connect::proto::{ExecutePlanRequest, Plan, Relation, Sql, UserContext};
-use aether_connect::{ServeOptions, serve};
+use aether_connect::proto::{Plan, Relation};
 use bytes::{Buf, BufMut};
-use futures::StreamExt;
+use connect_support::{connect, request, rows_or_status, sql, start_server};
 use prost::Message;
 use tonic::codec::{Codec, DecodeBuf, Decoder, EncodeBuf, Encoder};
 use tonic::transport::Channel;
 use tonic::{Code, Status};
-
-const SESSION: &str = "8f6c6a36-6f5d-4bc4-9d36-0b6d4a5bc001";
-
-/// Starts a server on a free port and returns its address.
-async fn start_server() -> SocketAddr {
-    let template = AetherContext::new();
-    let backend = ConnectBackend::new(Vec::new(), &template).await.unwrap();
-    let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
-    let options = ServeOptions {
-        address: "127.0.0.1:0".parse().unwrap(),
-        token: None,
-    };
-    tokio::spawn(async move {
-        serve(
-            options,
-            Arc::new(backend),
-            move |address| {
-                let _ = ready_tx.send(address);
-            },
-            std::future::pending(),
-        )
-        .await
-        .unwrap();
-    });
-    ready_rx.await.unwrap()
-}
-
-async fn connect(address: SocketAddr) -> SparkConnectServiceClient<Channel> {
-    SparkConnectServiceClient::connect(format!("http://{address}"))
-        .await
-        .unwrap()
-        .max_decoding_message_size(256 << 20)
-        .max_encoding_message_size(256 << 20)
-}
-
-fn request(relation: RelType) -> ExecutePlanRequest {
-    ExecutePlanRequest {
-        session_id: SESSION.to_string(),
-        user_context: Some(UserContext {
-            user_id: "test".into(),
-            ..UserContext::default()
-        }),
-        plan: Some(Plan {
-            op_type: Some(OpType::Root(Relation {
-                common: None,
-                rel_type: Some(relation),
-            })),
-        }),
-        ..ExecutePlanRequest::default()
-    }
-}
-
-fn sql(query: &str) -> RelType {
-    RelType::Sql(Sql {
-        query: query.to_string(),
-        ..Sql::default()
-    })
-}
-
-/// Runs `request` and returns its rows, or the status it failed with.
-async fn rows_or_status(
-    client: &mut SparkConnectServiceClient<Channel>,
-    request: ExecutePlanRequest,
-) -> Result<i64, Status> {
-    let mut stream = client.execute_plan(request).await?.into_inner();
-    let mut rows = 0;
-    while let Some(response) = stream.next().await {
-        if let Some(ResponseType::ArrowBatch(batch)) = response?.response_type {
-            rows += batch.row_count;
-        }
-    }
-    Ok(rows)
-}
 
 /// Sends raw bytes as the body of an RPC, to test what a broken client could send.
 #[derive(Debug, Clone, Default)]
@@ -151,7 +75,7 @@ async fn send_raw(address: SocketAddr, method: &str, body: Vec<u8>) -> Status {
 
 #[tokio::test]
 async fn bad_requests_fail_alone_and_the_server_keeps_serving() {
-    let address = start_server().await;
+    let address = start_server(Vec::new(), &AetherContext::new()).await;
     let mut client = connect(address).await;
     assert_eq!(
         rows_or_status(&mut client, request(sql("SELECT 1 AS x")))
