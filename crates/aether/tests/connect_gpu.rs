@@ -41,10 +41,17 @@ fn text(batches: &[RecordBatch]) -> String {
 #[ignore = "needs a GPU"]
 async fn explain_and_answers_on_the_gpu_through_connect() {
     let template = context("gpu");
-    let settings = vec![Setting {
-        key: "aether.engine".into(),
-        value: "gpu".into(),
-    }];
+    // Every node in the placement report, GPU ones included.
+    let settings = vec![
+        Setting {
+            key: "aether.engine".into(),
+            value: "gpu".into(),
+        },
+        Setting {
+            key: "aether.sql.explain".into(),
+            value: "ALL".into(),
+        },
+    ];
     let address = start_server(settings, &template).await;
     let mut client = connect(address).await;
     let cpu = context("cpu");
@@ -74,7 +81,8 @@ async fn explain_and_answers_on_the_gpu_through_connect() {
         };
         println!("Q{n} explain through Connect:\n{}", explain.explain_string);
         assert!(
-            explain.explain_string.contains("== GPU Placement ==")
+            explain.explain_string.contains("GpuHashAggregateExec")
+                && explain.explain_string.contains("== GPU Placement ==")
                 && explain.explain_string.contains("will run on GPU"),
             "Q{n}: {}",
             explain.explain_string
