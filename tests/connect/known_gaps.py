@@ -6,7 +6,7 @@ fails the run until its entry is removed here. Nothing here applies when the sui
 against real Spark.
 """
 
-SQL_INT_LITERALS = "SQL integer literals are bigint (DataFusion), Spark types them int"
+SQL_DECIMAL_LITERALS = "SQL decimal literals (1.50) are doubles (DataFusion), Spark types them decimal(3,2)"
 DECIMAL_TYPES = "decimal arithmetic and avg follow DataFusion's result types and rounding, not Spark's"
 NULLABLE_READS = "file and table columns keep their declared nullability; Spark makes them all nullable"
 
@@ -21,7 +21,7 @@ KNOWN_GAPS = {
     "test_schema.py::test_dtypes": "SQL TIMESTAMP literals are timestamp_ntz (DataFusion), Spark's are timestamp",
     "test_schema.py::test_decimal_arithmetic_types": DECIMAL_TYPES,
     "test_sql_literals.py::test_numeric_suffixes": "Spark's typed literal suffixes (1Y, 1.5D, 1.25BD) do not parse",
-    "test_sql_literals.py::test_unsuffixed_numbers": SQL_INT_LITERALS,
+    "test_sql_literals.py::test_unsuffixed_numbers": SQL_DECIMAL_LITERALS,
     "test_sql_literals.py::test_double_arithmetic_with_suffixes": "Spark's typed literal suffixes (1Y, 1.5D, 1.25BD) do not parse",
     "test_sql_show.py::test_derived_column_names": "SQL result columns get DataFusion's names (`Int64(1) + Int64(2)`), not Spark's",
     "test_sql_show.py::test_nested_types": "SQL array()/map()/struct() constructors with Spark's names are not available in SQL",
