@@ -23,6 +23,5 @@ KNOWN_GAPS = {
     "test_sql_literals.py::test_numeric_suffixes": "Spark's typed literal suffixes (1Y, 1.5D, 1.25BD) do not parse",
     "test_sql_literals.py::test_unsuffixed_numbers": SQL_DECIMAL_LITERALS,
     "test_sql_literals.py::test_double_arithmetic_with_suffixes": "Spark's typed literal suffixes (1Y, 1.5D, 1.25BD) do not parse",
-    "test_sql_show.py::test_derived_column_names": "SQL result columns get DataFusion's names (`Int64(1) + Int64(2)`), not Spark's",
     "test_sql_show.py::test_nested_types": "SQL array()/map()/struct() constructors with Spark's names are not available in SQL",
 }

@@ -55,3 +55,25 @@ def test_integer_division_by_zero_fails_under_ansi(spark):
     spark.createDataFrame([(1, 0)], "a INT, b INT").createOrReplaceTempView("sql_zero")
     with pytest.raises(ArithmeticException):
         spark.sql("SELECT a / b FROM sql_zero").collect()
+
+
+def test_sql_column_names(spark):
+    spark.createDataFrame([(1, 2, True, "s")], "a INT, b INT, x BOOLEAN, s STRING").createOrReplaceTempView("sql_names")
+    df = spark.sql(
+        "SELECT a * (b - 1), -a, NOT x, a IS NULL, CAST(a AS BIGINT), a != 1, a || s, "
+        "count(a), SUM(b), upper(s), a + 1 AS named FROM sql_names GROUP BY a, b, x, s"
+    )
+    assert df.columns == [
+        "(a * (b - 1))",
+        "(- a)",
+        "(NOT x)",
+        "(a IS NULL)",
+        "a",
+        "(NOT (a = 1))",
+        "concat(a, s)",
+        "count(a)",
+        "sum(b)",
+        "upper(s)",
+        "named",
+    ]
+    assert tuples(df) == [(1, -1, False, False, 1, False, "1s", 1, 2, "S", 2)]

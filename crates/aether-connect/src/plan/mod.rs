@@ -15,6 +15,7 @@ mod range_function;
 mod read;
 mod relation;
 mod spark_sql;
+mod sql_naming;
 mod sql_parameters;
 mod window;
 mod window_naming;

@@ -21,6 +21,7 @@ use super::Translator;
 use super::literal::literal_sql;
 use super::multiset::{MultisetOp, multiset_operation};
 use super::spark_sql::{SqlRewrite, rewrite_statement, spark_semantics};
+use super::sql_naming::spark_column_names;
 use super::window::project_with_windows;
 
 impl Translator {
@@ -239,8 +240,11 @@ impl Translator {
                 Ok(LogicalPlanBuilder::empty(false).build()?)
             }
             SqlRewrite::Plan(text) => {
-                let plan = self.session().engine.sql_plan(&text).await?;
-                Ok(spark_semantics(plan)?)
+                let plan = spark_semantics(self.session().engine.sql_plan(&text).await?)?;
+                match spark_column_names(&text) {
+                    Some(names) => rename_outputs(plan, &names),
+                    None => Ok(plan),
+                }
             }
         }
     }
@@ -603,6 +607,41 @@ pub fn attribute_expression(name: &str) -> proto::Expression {
 /// A one-row, one-column plan holding `text`.
 fn one_string(column: &str, text: String) -> ConnectResult<LogicalPlan> {
     string_row(&[(column, text)])
+}
+
+/// `plan` with its output columns renamed where `names` gives a new name; unchanged
+/// when the count differs or the new names would collide.
+fn rename_outputs(plan: LogicalPlan, names: &[Option<String>]) -> ConnectResult<LogicalPlan> {
+    let schema = Arc::clone(plan.schema());
+    if names.len() != schema.fields().len() {
+        return Ok(plan);
+    }
+    let finals: Vec<&str> = schema
+        .iter()
+        .zip(names)
+        .map(|((_, field), name)| name.as_deref().unwrap_or(field.name()))
+        .collect();
+    let distinct: std::collections::HashSet<&str> = finals.iter().copied().collect();
+    let renamed = schema
+        .iter()
+        .zip(&finals)
+        .any(|((_, field), name)| field.name() != name);
+    if !renamed || distinct.len() != finals.len() {
+        return Ok(plan);
+    }
+    let exprs: Vec<Expr> = schema
+        .iter()
+        .zip(finals)
+        .map(|((qualifier, field), name)| {
+            let column = Expr::Column(Column::new(qualifier.cloned(), field.name()));
+            if field.name() == name {
+                column
+            } else {
+                column.alias(name)
+            }
+        })
+        .collect();
+    Ok(LogicalPlanBuilder::from(plan).project(exprs)?.build()?)
 }
 
 /// One row of non-null strings, one column per `(name, value)`.
