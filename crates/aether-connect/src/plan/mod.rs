@@ -11,6 +11,7 @@ mod functions;
 mod literal;
 mod multiset;
 mod naming;
+mod pivot;
 mod range_function;
 mod read;
 mod relation;

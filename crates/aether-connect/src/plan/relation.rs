@@ -195,6 +195,9 @@ impl Translator {
             }
             RelType::Aggregate(aggregate) => {
                 let input = self.input(aggregate.input.as_deref()).await?;
+                if aggregate.group_type == proto::aggregate::GroupType::Pivot as i32 {
+                    return self.pivot(input, aggregate).await;
+                }
                 self.aggregate(input, aggregate)
             }
             RelType::Join(join) => self.join(join).await,
