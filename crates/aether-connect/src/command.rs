@@ -241,23 +241,7 @@ async fn write_files(
     partitioning: &[String],
     staging: &Path,
 ) -> ConnectResult<()> {
-    // Views made by SQL live in this session's own catalog: temporary views, as Spark
-    // lists them.
-    let view_change = match &plan {
-        LogicalPlan::Ddl(DdlStatement::CreateView(view)) => {
-            Some((view.name.table().to_string(), true))
-        }
-        LogicalPlan::Ddl(DdlStatement::DropView(view)) => {
-            Some((view.name.table().to_string(), false))
-        }
-        _ => None,
-    };
     let frame = session.engine.context().execute_logical_plan(plan).await?;
-    match view_change {
-        Some((name, true)) => session.remember_temp_view(&name),
-        Some((name, false)) => session.forget_temp_view(&name),
-        None => {}
-    }
     std::fs::create_dir_all(staging)
         .map_err(|e| ConnectError::execution(format!("creating {}: {e}", staging.display())))?;
     let target = format!("{}/", staging.display());

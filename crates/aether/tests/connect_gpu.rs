@@ -33,6 +33,11 @@ fn context(engine: &str) -> AetherContext {
     context
 }
 
+async fn cpu_answer(cpu: &AetherContext, query: &str) -> String {
+    let frame = cpu.session().sql(query).await.unwrap();
+    text(&frame.collect().await.unwrap())
+}
+
 fn text(batches: &[RecordBatch]) -> String {
     pretty_format_batches(batches).unwrap().to_string()
 }
@@ -88,15 +93,7 @@ async fn explain_and_answers_on_the_gpu_through_connect() {
             explain.explain_string
         );
 
-        let expected = text(
-            &cpu.session()
-                .sql(&query)
-                .await
-                .unwrap()
-                .collect()
-                .await
-                .unwrap(),
-        );
+        let expected = cpu_answer(&cpu, &query).await;
         let answer = text(&batches(&mut client, request(sql(&query))).await);
         assert_eq!(answer, expected, "Q{n} through Connect on the GPU");
         println!("Q{n}: same answer as the CPU engine");
@@ -112,15 +109,7 @@ async fn explain_and_answers_on_the_gpu_through_connect() {
     batches(&mut client, request(cache)).await;
     for n in [1, 6] {
         let query = query_sql(n, SCALE_FACTOR).unwrap();
-        let expected = text(
-            &cpu.session()
-                .sql(&query)
-                .await
-                .unwrap()
-                .collect()
-                .await
-                .unwrap(),
-        );
+        let expected = cpu_answer(&cpu, &query).await;
         for run in 0..2 {
             let started = std::time::Instant::now();
             let answer = text(&batches(&mut client, request(sql(&query))).await);

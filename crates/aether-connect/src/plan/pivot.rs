@@ -22,7 +22,7 @@ use crate::proto;
 
 use super::Translator;
 use super::literal::literal_to_scalar;
-use super::relation::rebase_on_columns;
+use super::relation::aggregate_and_project;
 
 /// Spark's default `spark.sql.pivotMaxValues`.
 const MAX_VALUES: usize = 10_000;
@@ -86,23 +86,8 @@ impl Translator {
                 pivoted.push(guarded.alias(column_name));
             }
         }
-        let aggregates = datafusion::logical_expr::utils::find_aggregate_exprs(pivoted.iter());
-        let plan = LogicalPlanBuilder::from(input)
-            .aggregate(group_exprs.clone(), aggregates.clone())?
-            .build()?;
-        let mut projection: Vec<Expr> = plan
-            .schema()
-            .columns()
-            .into_iter()
-            .take(group_exprs.len())
-            .map(Expr::Column)
-            .collect();
-        for output in pivoted {
-            projection.push(rebase_on_columns(output, &aggregates)?);
-        }
-        Ok(LogicalPlanBuilder::from(plan)
-            .project(projection)?
-            .build()?)
+        let group_count = group_exprs.len();
+        aggregate_and_project(input, group_exprs, group_count, pivoted)
     }
 
     /// The distinct values of `column` over `input`, NULL first, then ascending.

@@ -413,28 +413,7 @@ impl Translator {
             .iter()
             .map(|e| self.named_expr(e, &schema))
             .collect::<ConnectResult<Vec<_>>>()?;
-        let aggregates = datafusion::logical_expr::utils::find_aggregate_exprs(outputs.iter());
-        let plan = LogicalPlanBuilder::from(input)
-            .aggregate(grouping, aggregates.clone())?
-            .build()?;
-        // Aggregate outputs that are more than one aggregate call (`sum(x) + 1`) are
-        // computed over the aggregate's columns.
-        // The aggregate's output starts with one column per grouping expression (grouping
-        // sets add their internal id after those).
-        let group_columns: Vec<Expr> = plan
-            .schema()
-            .columns()
-            .into_iter()
-            .take(group_exprs.len())
-            .map(Expr::Column)
-            .collect();
-        let mut projection = group_columns;
-        for output in outputs {
-            projection.push(rebase_on_columns(output, &aggregates)?);
-        }
-        Ok(LogicalPlanBuilder::from(plan)
-            .project(projection)?
-            .build()?)
+        aggregate_and_project(input, grouping, group_exprs.len(), outputs)
     }
 
     async fn join(&mut self, join: &proto::Join) -> ConnectResult<LogicalPlan> {
@@ -838,6 +817,37 @@ fn check_same_names(
         }
     }
     check_same_width(left, right, "UNION")
+}
+
+/// `input` aggregated by `grouping`, computing the aggregate calls inside `outputs`;
+/// the result has one column per grouping expression (`group_count` of them), then one
+/// per output. Outputs that are more than one aggregate call (`sum(x) + 1`) are computed
+/// over the aggregate's columns.
+pub(super) fn aggregate_and_project(
+    input: LogicalPlan,
+    grouping: Vec<Expr>,
+    group_count: usize,
+    outputs: Vec<Expr>,
+) -> ConnectResult<LogicalPlan> {
+    let aggregates = datafusion::logical_expr::utils::find_aggregate_exprs(outputs.iter());
+    let plan = LogicalPlanBuilder::from(input)
+        .aggregate(grouping, aggregates.clone())?
+        .build()?;
+    // The aggregate's output starts with one column per grouping expression (grouping
+    // sets add their internal id after those).
+    let mut projection: Vec<Expr> = plan
+        .schema()
+        .columns()
+        .into_iter()
+        .take(group_count)
+        .map(Expr::Column)
+        .collect();
+    for output in outputs {
+        projection.push(rebase_on_columns(output, &aggregates)?);
+    }
+    Ok(LogicalPlanBuilder::from(plan)
+        .project(projection)?
+        .build()?)
 }
 
 /// Replaces the calls inside `expr` that a node below computed (aggregates, window
