@@ -16,7 +16,6 @@ KNOWN_GAPS = {
     "test_group_by.py::test_decimal_sum_and_average": DECIMAL_TYPES,
     "test_read_csv.py::test_infer_schema": "CSV schema inference gives bigint where Spark gives int",
     "test_read_csv.py::test_separator_option": "CSV schema inference gives bigint where Spark gives int",
-    "test_read_parquet.py::test_schema_is_read_with_every_column_nullable": NULLABLE_READS,
     "test_schema.py::test_print_schema": "SQL TIMESTAMP literals are timestamp_ntz (DataFusion), Spark's are timestamp",
     "test_schema.py::test_dtypes": "SQL TIMESTAMP literals are timestamp_ntz (DataFusion), Spark's are timestamp",
     "test_schema.py::test_decimal_arithmetic_types": DECIMAL_TYPES,

@@ -74,8 +74,19 @@ impl Translator {
         let paths = source.paths.clone();
         let frame = match format.as_str() {
             "parquet" => {
+                // Spark reads every file column as nullable, whatever the file declares.
+                let declared = match schema {
+                    Some(schema) => schema,
+                    None => {
+                        let inferred = context
+                            .read_parquet(paths.clone(), ParquetReadOptions::default())
+                            .await?;
+                        inferred.schema().as_arrow().clone()
+                    }
+                };
+                let nullable = all_nullable(&declared);
                 let read = ParquetReadOptions {
-                    schema: schema.as_ref(),
+                    schema: Some(&nullable),
                     ..ParquetReadOptions::default()
                 };
                 context.read_parquet(paths, read).await?
@@ -170,4 +181,14 @@ impl Translator {
         let frame = context.read_csv(paths, base().schema(&schema)).await?;
         unqualify(frame.into_unoptimized_plan())
     }
+}
+
+/// `schema` with every field (nested ones kept as they are) nullable.
+fn all_nullable(schema: &Schema) -> Schema {
+    let fields: Vec<Field> = schema
+        .fields()
+        .iter()
+        .map(|f| f.as_ref().clone().with_nullable(true))
+        .collect();
+    Schema::new_with_metadata(fields, schema.metadata().clone())
 }
