@@ -12,7 +12,6 @@ NULLABLE_READS = "file and table columns keep their declared nullability; Spark 
 
 KNOWN_GAPS = {
     "test_catalog.py::test_list_columns": NULLABLE_READS,
-    "test_distinct.py::test_sql_distinct_count": "COUNT(DISTINCT a, b) is not supported by DataFusion",
     "test_group_by.py::test_decimal_sum_and_average": DECIMAL_TYPES,
     "test_read_csv.py::test_infer_schema": "CSV schema inference gives bigint where Spark gives int",
     "test_read_csv.py::test_separator_option": "CSV schema inference gives bigint where Spark gives int",

@@ -77,3 +77,28 @@ def test_sql_column_names(spark):
         "named",
     ]
     assert tuples(df) == [(1, -1, False, False, 1, False, "1s", 1, 2, "S", 2)]
+
+
+def test_count_distinct_of_several_columns_skips_tuples_with_nulls(spark):
+    df = spark.sql("SELECT count(DISTINCT a, b) FROM VALUES (1, 2), (1, 3), (1, 2), (NULL, 1), (2, NULL) AS t(a, b)")
+    assert df.columns == ["count(DISTINCT a, b)"]
+    assert tuples(df) == [(2,)]
+
+
+def test_int_overflow_fails_under_ansi(spark):
+    from pyspark.errors import ArithmeticException
+
+    with pytest.raises(ArithmeticException):
+        spark.sql("SELECT 100000 * 100000").collect()
+    assert tuples(spark.sql("SELECT CAST(100000 AS BIGINT) * 100000 AS big")) == [(10000000000,)]
+
+
+def test_literal_typing_leaves_inserts_grouping_sets_and_unions_working(spark):
+    spark.createDataFrame([(1, 5), (2, 6), (3, 7)], "a INT, b INT").createOrReplaceTempView("sql_shapes")
+    rollup = spark.sql("SELECT a % 2 AS m, count(*) AS n FROM sql_shapes GROUP BY ROLLUP(a % 2) ORDER BY m NULLS FIRST")
+    assert tuples(rollup) == [(None, 3), (0, 1), (1, 2)]
+    union = spark.sql("SELECT 1 AS x UNION ALL SELECT 2")
+    assert union.dtypes == [("x", "int")]
+    assert sorted(tuples(union)) == [(1,), (2,)]
+    names = spark.sql("SELECT CAST(1 AS STRING), sum(CAST(a AS BIGINT)) FROM sql_shapes")
+    assert names.columns == ["CAST(1 AS STRING)", "sum(CAST(a AS BIGINT))"]

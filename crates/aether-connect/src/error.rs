@@ -278,6 +278,17 @@ fn from_datafusion(error: DataFusionError) -> ConnectError {
                 "[DIVIDE_BY_ZERO] Division by zero.",
             )
         }
+        // A value out of the target type's range (`int` arithmetic checked through a
+        // cast, or an explicit narrowing cast): Spark's ANSI overflow error.
+        DataFusionError::ArrowError(inner, _) if matches!(&**inner, ArrowError::CastError(m) if m.starts_with("Can't cast value")) => {
+            ConnectError::new(
+                Code::Internal,
+                ARITHMETIC,
+                "ARITHMETIC_OVERFLOW",
+                "22003",
+                format!("[ARITHMETIC_OVERFLOW] {inner}"),
+            )
+        }
         DataFusionError::ArrowError(inner, _) if matches!(**inner, ArrowError::CastError(_)) => {
             ConnectError::new(
                 Code::Internal,

@@ -242,8 +242,9 @@ impl Translator {
                 self.cache_table(&table, cached, if_exists)?;
                 Ok(LogicalPlanBuilder::empty(false).build()?)
             }
-            SqlRewrite::Plan(text) => {
-                let plan = spark_semantics(self.session().engine.sql_plan(&text).await?)?;
+            SqlRewrite::Plan(rewritten) => {
+                let plan = spark_semantics(self.session().engine.sql_plan(&rewritten).await?)?;
+                // Names come from the statement as written, before any rewrite.
                 match spark_column_names(&text) {
                     Some(names) => rename_outputs(plan, &names),
                     None => Ok(plan),

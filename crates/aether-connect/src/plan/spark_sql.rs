@@ -8,36 +8,86 @@
 //! - `CREATE [OR REPLACE] TEMP[ORARY] VIEW` creates a session view (each Connect
 //!   session has its own catalog, so DataFusion's `CREATE VIEW` is exactly that);
 //! - `SET key` with no value shows the key's value, as Spark's does;
-//! - `CACHE TABLE t` / `UNCACHE TABLE t` do what `spark.catalog.cacheTable` does.
+//! - `CACHE TABLE t` / `UNCACHE TABLE t` do what `spark.catalog.cacheTable` does;
+//! - `count(DISTINCT a, b)` counts the distinct tuples without NULLs.
 //!
 //! Rewritten expressions keep the names DataFusion gave them, so columns that refer to
 //! them by name above still resolve.
 
+use std::ops::ControlFlow;
 use std::sync::Arc;
 
 use datafusion::arrow::datatypes::DataType;
-use datafusion::common::tree_node::{Transformed, TreeNode};
+use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
 use datafusion::common::{DFSchema, Result, ScalarValue};
 use datafusion::logical_expr::expr_rewriter::NamePreserver;
 use datafusion::logical_expr::{
-    BinaryExpr, Expr, LogicalPlan, Operator, Values, binary_expr, cast, lit, when,
+    BinaryExpr, Expr, LogicalPlan, Operator, Union, Values, binary_expr, cast, lit, when,
 };
-use datafusion::sql::sqlparser::ast::Statement;
+use datafusion::sql::sqlparser::ast::{
+    DuplicateTreatment, Expr as SqlExpr, FunctionArg, FunctionArgExpr, FunctionArguments,
+    Statement, visit_expressions_mut,
+};
 use datafusion::sql::sqlparser::dialect::GenericDialect;
 use datafusion::sql::sqlparser::parser::Parser;
 
 /// `plan`, planned by DataFusion from SQL, with Spark's literal types and division.
+///
+/// Statements (INSERT, CREATE, ...) are left as DataFusion typed them: an INSERT's
+/// source is already cast to its target's types. Plans with subqueries or recursive
+/// CTEs keep their literals `bigint`: outer references carry the types they were
+/// planned with, which narrowing underneath would contradict.
 pub fn spark_semantics(plan: LogicalPlan) -> Result<LogicalPlan> {
+    if matches!(
+        plan,
+        LogicalPlan::Dml(_)
+            | LogicalPlan::Ddl(_)
+            | LogicalPlan::Statement(_)
+            | LogicalPlan::Copy(_)
+    ) {
+        return Ok(plan);
+    }
+    let narrow = !has_subquery_or_recursion(&plan)?;
     Ok(plan
         .transform_up_with_subqueries(|node| {
             match node {
                 // LIMIT and OFFSET take bigint counts; the schema may still change below.
                 LogicalPlan::Limit(_) => Ok(Transformed::yes(node.recompute_schema()?)),
-                LogicalPlan::Values(values) => narrow_values(values),
-                other => rewrite_node(other),
+                LogicalPlan::Values(values) if narrow => narrow_values(values),
+                // A union's schema is its inputs' (coerced), not the one it was built with.
+                LogicalPlan::Union(union) => Ok(Transformed::yes(LogicalPlan::Union(
+                    Union::try_new_with_loose_types(union.inputs)?,
+                ))),
+                other => rewrite_node(other, narrow),
             }
         })?
         .data)
+}
+
+fn has_subquery_or_recursion(plan: &LogicalPlan) -> Result<bool> {
+    plan.exists(|node| {
+        if matches!(
+            node,
+            LogicalPlan::RecursiveQuery(_) | LogicalPlan::Subquery(_)
+        ) {
+            return Ok(true);
+        }
+        let mut found = false;
+        node.apply_expressions(|expr| {
+            found |= expr.exists(|e| {
+                Ok(matches!(
+                    e,
+                    Expr::ScalarSubquery(_) | Expr::Exists(_) | Expr::InSubquery(_)
+                ))
+            })?;
+            Ok(if found {
+                TreeNodeRecursion::Stop
+            } else {
+                TreeNodeRecursion::Continue
+            })
+        })?;
+        Ok(found)
+    })
 }
 
 /// A DataFusion expression (`selectExpr`, `F.expr`) with Spark's literal types and
@@ -45,7 +95,7 @@ pub fn spark_semantics(plan: LogicalPlan) -> Result<LogicalPlan> {
 pub fn spark_expr(expr: Expr, schema: &DFSchema) -> Result<Expr> {
     let preserver = NamePreserver::new_for_projection();
     let saved = preserver.save(&expr);
-    let rewritten = rewrite_expr(expr, schema)?;
+    let rewritten = rewrite_expr(expr, schema, true)?;
     Ok(if rewritten.transformed {
         saved.restore(rewritten.data)
     } else {
@@ -53,23 +103,28 @@ pub fn spark_expr(expr: Expr, schema: &DFSchema) -> Result<Expr> {
     })
 }
 
-fn rewrite_node(node: LogicalPlan) -> Result<Transformed<LogicalPlan>> {
+fn rewrite_node(node: LogicalPlan, narrow: bool) -> Result<Transformed<LogicalPlan>> {
     let mut schema = DFSchema::empty();
     for input in node.inputs() {
         schema.merge(input.schema());
     }
     let preserver = NamePreserver::new(&node);
     let rewritten = node.map_expressions(|expr| {
+        // ROLLUP / CUBE / GROUPING SETS: their members name the aggregate's columns,
+        // which the nodes above refer to; an alias around the set would hide it.
+        if matches!(expr, Expr::GroupingSet(_)) {
+            return Ok(Transformed::no(expr));
+        }
         let saved = preserver.save(&expr);
-        Ok(rewrite_expr(expr, &schema)?.update_data(|e| saved.restore(e)))
+        Ok(rewrite_expr(expr, &schema, narrow)?.update_data(|e| saved.restore(e)))
     })?;
     // Recomputed even when nothing changed here: an input's types may have.
     rewritten.map_data(LogicalPlan::recompute_schema)
 }
 
-fn rewrite_expr(expr: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
+fn rewrite_expr(expr: Expr, schema: &DFSchema, narrow: bool) -> Result<Transformed<Expr>> {
     expr.transform_up(|e| match e {
-        Expr::Literal(ScalarValue::Int64(Some(v)), metadata) => match i32::try_from(v) {
+        Expr::Literal(ScalarValue::Int64(Some(v)), metadata) if narrow => match i32::try_from(v) {
             Ok(narrow) => Ok(Transformed::yes(Expr::Literal(
                 ScalarValue::Int32(Some(narrow)),
                 metadata,
@@ -86,8 +141,55 @@ fn rewrite_expr(expr: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
         }) if is_integer(&left, schema) && is_integer(&right, schema) => {
             Ok(Transformed::yes(ansi_divide(*left, *right)?))
         }
+        Expr::BinaryExpr(BinaryExpr { left, op, right })
+            if matches!(op, Operator::Plus | Operator::Minus | Operator::Multiply)
+                && is_type(&left, schema, &DataType::Int32)
+                && is_type(&right, schema, &DataType::Int32) =>
+        {
+            Ok(Transformed::yes(checked_int_arithmetic(*left, op, *right)))
+        }
+        // Aggregate and window arguments stay bigint: `count(1)` is DataFusion's
+        // `count(*)`, and `nth_value`, `ntile`, `lead`, ... read their counts as such.
+        Expr::AggregateFunction(mut aggregate) => {
+            let widened = widen_literals(&mut aggregate.params.args);
+            Ok(Transformed::new_transformed(
+                Expr::AggregateFunction(aggregate),
+                widened,
+            ))
+        }
+        Expr::WindowFunction(mut window) => {
+            let widened = widen_literals(&mut window.params.args);
+            Ok(Transformed::new_transformed(
+                Expr::WindowFunction(window),
+                widened,
+            ))
+        }
         other => Ok(Transformed::no(other)),
     })
+}
+
+/// Turns the `int` literals among `args` back into `bigint` ones; whether any changed.
+fn widen_literals(args: &mut [Expr]) -> bool {
+    let mut widened = false;
+    for arg in args {
+        if let Expr::Literal(ScalarValue::Int32(Some(v)), _) = arg {
+            *arg = lit(i64::from(*v));
+            widened = true;
+        }
+    }
+    widened
+}
+
+/// `int` `+ - *` that fails on overflow, as Spark's ANSI mode does, where DataFusion
+/// wraps around: computed in `bigint`, then cast back to `int` (a cast that errors when
+/// the value does not fit).
+fn checked_int_arithmetic(left: Expr, op: Operator, right: Expr) -> Expr {
+    let wide = binary_expr(
+        cast(left, DataType::Int64),
+        op,
+        cast(right, DataType::Int64),
+    );
+    cast(wide, DataType::Int32)
 }
 
 /// Spark's `/` on integers under ANSI mode (its default): a double quotient, and a
@@ -110,6 +212,11 @@ fn ansi_divide(left: Expr, right: Expr) -> Result<Expr> {
 fn is_integer(expr: &Expr, schema: &DFSchema) -> bool {
     use datafusion::logical_expr::ExprSchemable;
     expr.get_type(schema).is_ok_and(|t| t.is_integer())
+}
+
+fn is_type(expr: &Expr, schema: &DFSchema, wanted: &DataType) -> bool {
+    use datafusion::logical_expr::ExprSchemable;
+    expr.get_type(schema).is_ok_and(|t| &t == wanted)
 }
 
 /// `VALUES (1), (2)`: a column whose values are all integer literals within 32 bits
@@ -193,13 +300,58 @@ pub fn rewrite_statement(sql: &str) -> SqlRewrite {
     let Ok(mut statements) = Parser::parse_sql(&GenericDialect {}, trimmed) else {
         return SqlRewrite::Plan(sql.to_string());
     };
+    let mut changed = false;
     if let [Statement::CreateView(view)] = statements.as_mut_slice()
         && view.temporary
     {
         view.temporary = false;
-        return SqlRewrite::Plan(statements[0].to_string());
+        changed = true;
     }
-    SqlRewrite::Plan(sql.to_string())
+    changed |= rewrite_multi_column_count_distinct(&mut statements);
+    match statements.as_slice() {
+        [statement] if changed => SqlRewrite::Plan(statement.to_string()),
+        _ => SqlRewrite::Plan(sql.to_string()),
+    }
+}
+
+/// `count(DISTINCT a, b)`, which DataFusion does not implement, as
+/// `count(DISTINCT CASE WHEN a IS NOT NULL AND b IS NOT NULL THEN struct(a, b) END)`:
+/// Spark counts the distinct tuples with no NULL in them. Returns whether it rewrote any.
+fn rewrite_multi_column_count_distinct(statements: &mut Vec<Statement>) -> bool {
+    let mut changed = false;
+    let _ = visit_expressions_mut(statements, |expr| {
+        if let SqlExpr::Function(function) = expr
+            && function
+                .name
+                .0
+                .last()
+                .and_then(|part| part.as_ident())
+                .is_some_and(|ident| ident.value.eq_ignore_ascii_case("count"))
+            && let FunctionArguments::List(list) = &mut function.args
+            && matches!(list.duplicate_treatment, Some(DuplicateTreatment::Distinct))
+            && list.args.len() > 1
+        {
+            let arguments: Vec<String> = list.args.iter().map(ToString::to_string).collect();
+            let present: Vec<String> = arguments
+                .iter()
+                .map(|a| format!("({a}) IS NOT NULL"))
+                .collect();
+            let text = format!(
+                "CASE WHEN {} THEN struct({}) END",
+                present.join(" AND "),
+                arguments.join(", ")
+            );
+            if let Ok(tuple) = Parser::new(&GenericDialect {})
+                .try_with_sql(&text)
+                .and_then(|mut parser| parser.parse_expr())
+            {
+                list.args = vec![FunctionArg::Unnamed(FunctionArgExpr::Expr(tuple))];
+                changed = true;
+            }
+        }
+        ControlFlow::<()>::Continue(())
+    });
+    changed
 }
 
 /// `CACHE [LAZY] TABLE t` and `UNCACHE TABLE [IF EXISTS] t`; other forms (`CACHE TABLE
@@ -349,6 +501,16 @@ mod tests {
                 cached: false,
                 if_exists: true
             }
+        );
+        let SqlRewrite::Plan(text) =
+            rewrite_statement("SELECT count(DISTINCT a, b) AS m, count(DISTINCT a) FROM t")
+        else {
+            panic!("a query is planned");
+        };
+        assert_eq!(
+            text,
+            "SELECT count(DISTINCT CASE WHEN (a) IS NOT NULL AND (b) IS NOT NULL THEN \
+             STRUCT(a, b) END) AS m, count(DISTINCT a) FROM t"
         );
         assert_eq!(
             rewrite_statement("SET a = 1"),

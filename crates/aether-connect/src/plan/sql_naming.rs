@@ -6,7 +6,7 @@
 //! and `show()` prints them, so the outermost SELECT's unaliased items are renamed to
 //! Spark's text of them: lower-case function names, binary operators in parentheses,
 //! columns without qualifiers, `count(*)` as `count(1)`, `a <> b` as `(NOT (a = b))`,
-//! `CAST(a AS T)` as `a`. An item this printer does not
+//! a top-level `CAST(a AS T)` of a column `a` as `a`. An item this printer does not
 //! know keeps DataFusion's name; a `*` in the list leaves every name as it is.
 
 use datafusion::sql::sqlparser::ast::{
@@ -36,11 +36,31 @@ pub fn spark_column_names(sql: &str) -> Option<Vec<Option<String>>> {
         .projection
         .iter()
         .map(|item| match item {
-            SelectItem::UnnamedExpr(expr) => Some(expression_name(expr)),
+            SelectItem::UnnamedExpr(expr) => Some(item_name(expr)),
             SelectItem::ExprWithAlias { .. } => Some(None),
             _ => None,
         })
         .collect()
+}
+
+/// Spark's name of a SELECT item: a cast of a column at the top is named after the
+/// column; everything else is its text.
+fn item_name(expr: &Expr) -> Option<String> {
+    match expr {
+        Expr::Cast {
+            kind: CastKind::Cast,
+            expr: inner,
+            format: None,
+            ..
+        } if matches!(
+            inner.as_ref(),
+            Expr::Identifier(_) | Expr::CompoundIdentifier(_)
+        ) =>
+        {
+            expression_name(inner)
+        }
+        other => expression_name(other),
+    }
 }
 
 /// Spark's text of `expr`, when this printer knows its form.
@@ -75,13 +95,17 @@ fn expression_name(expr: &Expr) -> Option<String> {
         },
         Expr::IsNull(inner) => format!("({} IS NULL)", expression_name(inner)?),
         Expr::IsNotNull(inner) => format!("({} IS NOT NULL)", expression_name(inner)?),
-        // Spark names `CAST(a AS BIGINT)` in SQL after what it casts.
         Expr::Cast {
             kind: CastKind::Cast,
             expr,
+            data_type,
             format: None,
             ..
-        } => expression_name(expr)?,
+        } => format!(
+            "CAST({} AS {})",
+            expression_name(expr)?,
+            data_type.to_string().to_uppercase()
+        ),
         Expr::Case {
             operand: None,
             conditions,
@@ -204,6 +228,10 @@ mod tests {
                 "1.50",
                 "NULL"
             ])
+        );
+        assert_eq!(
+            names("SELECT CAST(1 AS STRING), sum(CAST(a AS BIGINT)) FROM t"),
+            some(&["CAST(1 AS STRING)", "sum(CAST(a AS BIGINT))"])
         );
     }
 
