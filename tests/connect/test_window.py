@@ -193,3 +193,27 @@ def test_ranking_needs_an_ordered_window(sales):
 
     with pytest.raises(AnalysisException, match="WINDOW_FUNCTION_FRAME_NOT_ORDERED"):
         sales.select(F.rank().over(Window.partitionBy("region"))).collect()
+
+
+def test_integer_range_offsets_over_dates_are_rejected(spark):
+    from pyspark.errors import AnalysisException
+
+    df = spark.sql("SELECT * FROM VALUES (DATE '2024-01-01', 1), (DATE '2024-01-05', 2) AS t(d, v)")
+    w = Window.orderBy("d").rangeBetween(-7, 0)
+    with pytest.raises(AnalysisException, match="RANGE_FRAME_INVALID_TYPE"):
+        df.select("d", F.sum("v").over(w).alias("s")).collect()
+
+
+def test_first_and_last_over_sliding_frames(sales):
+    w = Window.partitionBy("region").orderBy("day").rowsBetween(-1, 1)
+    df = sales.select(
+        "region",
+        "day",
+        F.first("amount", True).over(w).alias("first"),
+        F.last("amount").over(w).alias("last"),
+    )
+    assert ordered(df.where(F.col("region") == "west")) == [
+        ("west", 1, 5, None),
+        ("west", 2, 5, 7),
+        ("west", 3, 7, 7),
+    ]

@@ -21,7 +21,7 @@ use datafusion::logical_expr::{
     Expr, LogicalPlan, LogicalPlanBuilder, WindowFrame, WindowFrameBound, WindowFrameUnits,
     WindowFunctionDefinition, cast,
 };
-use datafusion::logical_expr::{expr::NullTreatment, utils::find_window_exprs};
+use datafusion::logical_expr::{ExprSchemable, expr::NullTreatment, utils::find_window_exprs};
 
 use crate::error::{ConnectError, ConnectResult};
 use crate::proto::Expression;
@@ -70,6 +70,10 @@ fn window_only_function(name: &str) -> Option<(&'static str, Option<DataType>)> 
         "lag" => ("lag", None),
         "lead" => ("lead", None),
         "nth_value" => ("nth_value", None),
+        // Over a window, Spark's first/last take the frame's first/last row; DataFusion's
+        // first_value/last_value aggregates cannot slide, its window functions can.
+        "first" | "first_value" => ("first_value", None),
+        "last" | "last_value" => ("last_value", None),
         _ => return None,
     })
 }
@@ -91,7 +95,11 @@ impl Translator {
             .iter()
             .map(|order| self.sort(order, schema))
             .collect::<ConnectResult<Vec<_>>>()?;
-        let frame = frame(window.frame_spec.as_deref(), !order_by.is_empty())?;
+        let key_type = match order_by.first() {
+            Some(key) => Some(key.expr.get_type(schema)?),
+            None => None,
+        };
+        let frame = frame(window.frame_spec.as_deref(), key_type.as_ref())?;
         let spec = WindowSpec {
             partition_by,
             order_by,
@@ -143,7 +151,8 @@ impl Translator {
         spec: &WindowSpec,
         schema: &DFSchema,
     ) -> ConnectResult<Expr> {
-        if spec.order_by.is_empty() && name != "nth_value" {
+        let frame_function = matches!(name, "nth_value" | "first_value" | "last_value");
+        if spec.order_by.is_empty() && !frame_function {
             return Err(ConnectError::analysis(
                 "WINDOW_FUNCTION_FRAME_NOT_ORDERED",
                 format!(
@@ -162,15 +171,24 @@ impl Translator {
             .iter()
             .map(|a| self.expr(a, schema))
             .collect::<ConnectResult<Vec<_>>>()?;
-        // nth_value(col, n, ignoreNulls): the flag is a null treatment in DataFusion.
+        // nth_value(col, n, ignoreNulls), first(col, ignoreNulls), last(...): the flag
+        // is a null treatment in DataFusion.
+        let flag_position = match name {
+            "nth_value" => Some(2),
+            "first_value" | "last_value" => Some(1),
+            _ => None,
+        };
         let mut null_treatment = None;
-        if name == "nth_value" && args.len() == 3 {
+        if flag_position.is_some_and(|position| args.len() == position + 1) {
             if let Some(Expr::Literal(ScalarValue::Boolean(Some(ignore)), _)) = args.pop() {
                 null_treatment = ignore.then_some(NullTreatment::IgnoreNulls);
             } else {
                 return Err(ConnectError::analysis(
                     "DATATYPE_MISMATCH.NON_FOLDABLE_INPUT",
-                    "nth_value's ignoreNulls must be a boolean literal",
+                    format!(
+                        "{}'s ignoreNulls must be a boolean literal",
+                        call.function_name
+                    ),
                 ));
             }
         }
@@ -185,9 +203,10 @@ impl Translator {
     }
 }
 
-/// DataFusion's frame for a Spark frame spec; Spark's default when there is none.
-fn frame(spec: Option<&SparkFrame>, ordered: bool) -> ConnectResult<WindowFrame> {
-    let default = WindowFrame::new(ordered.then_some(false));
+/// DataFusion's frame for a Spark frame spec over a window ordered by a key of
+/// `key_type` (`None`: unordered); Spark's default when there is no spec.
+fn frame(spec: Option<&SparkFrame>, key_type: Option<&DataType>) -> ConnectResult<WindowFrame> {
+    let default = WindowFrame::new(key_type.is_some().then_some(false));
     let Some(spec) = spec else {
         return Ok(default);
     };
@@ -196,8 +215,8 @@ fn frame(spec: Option<&SparkFrame>, ordered: bool) -> ConnectResult<WindowFrame>
         Ok(FrameType::Range) => WindowFrameUnits::Range,
         _ => return Ok(default),
     };
-    let lower = bound(spec.lower.as_deref(), units, true)?;
-    let upper = bound(spec.upper.as_deref(), units, false)?;
+    let lower = bound(spec.lower.as_deref(), units, key_type, true)?;
+    let upper = bound(spec.upper.as_deref(), units, key_type, false)?;
     Ok(WindowFrame::new_bounds(units, lower, upper))
 }
 
@@ -205,6 +224,7 @@ fn frame(spec: Option<&SparkFrame>, ordered: bool) -> ConnectResult<WindowFrame>
 fn bound(
     boundary: Option<&FrameBoundary>,
     units: WindowFrameUnits,
+    key_type: Option<&DataType>,
     lower: bool,
 ) -> ConnectResult<WindowFrameBound> {
     let unbounded = || {
@@ -230,8 +250,22 @@ fn bound(
         WindowFrameUnits::Rows | WindowFrameUnits::Groups => ScalarValue::UInt64(Some(magnitude)),
         // RANGE offsets are cast to the ORDER BY key's type by DataFusion's type
         // coercion; given as text, as its SQL planner gives them, so that the cast is
-        // exact for every numeric key type.
-        WindowFrameUnits::Range => ScalarValue::Utf8(Some(magnitude.to_string())),
+        // exact for every numeric key type. Spark rejects integer offsets over other
+        // keys (dates and timestamps included), and so does this.
+        WindowFrameUnits::Range => match key_type {
+            Some(key) if !key.is_numeric() => {
+                return Err(ConnectError::analysis(
+                    "DATATYPE_MISMATCH.RANGE_FRAME_INVALID_TYPE",
+                    format!(
+                        "[DATATYPE_MISMATCH.RANGE_FRAME_INVALID_TYPE] The data type \"{}\" used \
+                         in the order specification does not support the data type \"BIGINT\" \
+                         which is used in the range frame.",
+                        super::naming::sql_type_name(key)
+                    ),
+                ));
+            }
+            _ => ScalarValue::Utf8(Some(magnitude.to_string())),
+        },
     };
     Ok(if value < 0 {
         WindowFrameBound::Preceding(scalar)
