@@ -70,6 +70,27 @@ impl DeviceBuffer {
         Ok(buffer)
     }
 
+    /// Copies `bytes` to a new device buffer without waiting: the copy is queued on the
+    /// device's stream and runs at full PCIe speed when `bytes` is pinned memory.
+    ///
+    /// # Safety
+    /// `bytes` must stay alive and unchanged until the stream has passed this copy
+    /// (until an event recorded after it completes).
+    pub unsafe fn upload_async(
+        device: &GpuDevice,
+        owner: &str,
+        bytes: &[u8],
+    ) -> Result<Self, DeviceError> {
+        let mut buffer = Self::alloc(device, owner, bytes.len())?;
+        if !bytes.is_empty() {
+            device
+                .stream()
+                .memcpy_htod(bytes, &mut buffer.slice)
+                .map_err(DeviceError::driver("copying to the GPU"))?;
+        }
+        Ok(buffer)
+    }
+
     /// Copies the buffer back to the host.
     pub fn download(&self, device: &GpuDevice) -> Result<Buffer, DeviceError> {
         // Arrow's own allocation, so the bytes come back aligned for any value type

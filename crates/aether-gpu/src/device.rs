@@ -17,6 +17,7 @@ use crate::compile::{compile_cubin, nvrtc_version};
 use crate::error::DeviceError;
 use crate::kernel_cache::{CubinSource, KernelCache, KernelKey};
 use crate::memory::MemoryBudget;
+use crate::pinned_slabs::SlabPool;
 use crate::staging::StagingPool;
 
 /// How to open a device.
@@ -31,6 +32,10 @@ pub struct DeviceOptions {
     /// Pinned staging chunks and their size: uploads stream through them.
     pub staging_chunks: usize,
     pub staging_chunk_bytes: usize,
+    /// Pinned slabs host gathering writes into (pinned on first use): the most, and
+    /// the size of each.
+    pub max_slabs: usize,
+    pub slab_bytes: usize,
 }
 
 impl Default for DeviceOptions {
@@ -43,6 +48,11 @@ impl Default for DeviceOptions {
             // chunk takes about 1.2 ms to cross PCIe, long enough to hide a parallel fill.
             staging_chunks: 4,
             staging_chunk_bytes: 64 << 20,
+            // 16 MiB crosses PCIe in 0.3 ms; 48 of them (768 MiB, pinned only as
+            // demand reaches them) let 32 gathering tasks each hold one while the
+            // copy engine drains the rest.
+            max_slabs: 48,
+            slab_bytes: 16 << 20,
         }
     }
 }
@@ -90,6 +100,7 @@ pub struct GpuDevice {
     kernels: KernelCache,
     memory: Arc<MemoryBudget>,
     staging: StagingPool,
+    slabs: SlabPool,
 }
 
 /// Says why CUDA cannot be used here, or `None` when the libraries are present.
@@ -180,6 +191,7 @@ impl GpuDevice {
             kernels: KernelCache::new(options.kernel_cache_dir.clone()),
             memory,
             staging,
+            slabs: SlabPool::new(options.max_slabs, options.slab_bytes),
         })
     }
 
@@ -208,6 +220,11 @@ impl GpuDevice {
     /// The pinned host chunks uploads stream through.
     pub fn staging(&self) -> &StagingPool {
         &self.staging
+    }
+
+    /// The pinned slabs host gathering writes into.
+    pub fn slabs(&self) -> &SlabPool {
+        &self.slabs
     }
 
     /// Compiles (or finds in the cache) `source` and loads its function `entry`.

@@ -18,6 +18,7 @@ pub mod kernel_cache;
 pub mod launch;
 pub mod layout;
 pub mod memory;
+pub mod pinned_slabs;
 pub mod random;
 pub mod staging;
 
@@ -28,3 +29,4 @@ pub use error::DeviceError;
 pub use kernel_cache::{CacheStats, CubinSource, KernelCache, KernelKey};
 pub use layout::{DeviceForm, HostColumn, LayoutError, LayoutOptions};
 pub use memory::{MemoryBudget, Reservation};
+pub use pinned_slabs::{PinnedSlab, SlabPool};

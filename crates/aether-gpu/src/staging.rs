@@ -49,6 +49,10 @@ pub struct PinnedBuffer {
 // `&mut self`, so moving it between threads is sound.
 unsafe impl Send for PinnedBuffer {}
 
+// SAFETY: a shared reference only reads `len`; the bytes are reachable only through
+// `&mut self`, so sharing references between threads cannot race on them.
+unsafe impl Sync for PinnedBuffer {}
+
 impl PinnedBuffer {
     pub fn new(len: usize) -> Result<Self, DeviceError> {
         // SAFETY: flags 0 asks for plain pinned memory (not write-combined, so the CPU

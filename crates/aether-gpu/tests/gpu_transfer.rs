@@ -248,3 +248,53 @@ fn uploads_beyond_the_budget_fail_with_a_gpu_out_of_memory_error() {
     assert!(err.to_string().starts_with("GPU out of memory"), "{err}");
     assert_eq!(device.memory().used(), 0);
 }
+
+/// The slab pool pins lazily up to its cap, lends nothing more (the caller gathers
+/// into ordinary memory then), reuses given-back slabs once their copy is done, and
+/// takes back slabs dropped without a copy.
+#[test]
+#[ignore = "needs a GPU"]
+fn pinned_slabs_are_lent_up_to_the_cap_and_reused() {
+    let device = GpuDevice::discover(
+        0,
+        &DeviceOptions {
+            kernel_cache_dir: None,
+            max_slabs: 3,
+            slab_bytes: 1 << 20,
+            ..DeviceOptions::default()
+        },
+    )
+    .expect("this test needs a GPU");
+    let slabs = device.slabs();
+    assert_eq!(
+        slabs.pinned_bytes(),
+        0,
+        "nothing is pinned before first use"
+    );
+    let mut lent: Vec<_> = (0..3).map(|_| slabs.acquire().unwrap().unwrap()).collect();
+    assert_eq!(slabs.pinned_bytes(), 3 << 20);
+    assert!(slabs.acquire().unwrap().is_none(), "the cap holds");
+    // A slab filled, copied out asynchronously and given back with its event.
+    let mut slab = lent.pop().unwrap();
+    slab.as_mut_slice().fill(7);
+    // SAFETY: the slab goes back to the pool only with an event recorded after the copy.
+    let on_gpu = unsafe {
+        aether_gpu::DeviceBuffer::upload_async(&device, "test", &slab.as_mut_slice()[..4096])
+    }
+    .unwrap();
+    let copied = device.stream().record_event(None).unwrap();
+    slabs.release(slab, Some(copied));
+    let again = slabs
+        .acquire()
+        .unwrap()
+        .expect("the given-back slab is lent again");
+    assert_eq!(
+        on_gpu.download(&device).unwrap().as_slice(),
+        &[7u8; 4096][..]
+    );
+    // Dropped without release (a failed query), a slab still returns to the pool.
+    drop(lent.pop());
+    assert!(slabs.acquire().unwrap().is_some());
+    assert_eq!(slabs.pinned_bytes(), 3 << 20, "no slab pinned twice");
+    drop(again);
+}

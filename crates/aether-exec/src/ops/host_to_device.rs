@@ -2,15 +2,22 @@
 //!
 //! It reads every partition of its CPU input concurrently, gathers the small batches
 //! DataFusion produces into large chunks already in device layout
-//! ([`super::host_layout`]), uploads each chunk through the pinned staging pool and
-//! hands the device batches to the GPU operator above as one stream: a GPU segment
-//! consumes one stream of large batches, not DataFusion's many partitions. Chunks are
-//! uploaded as soon as they fill, so transfers overlap the conversion of the rest.
+//! ([`super::host_layout`]) and hands the device batches to the GPU operator above as
+//! one stream: a GPU segment consumes one stream of large batches, not DataFusion's
+//! many partitions.
+//!
+//! Streaming uploads gather straight into pinned slabs ([`aether_gpu::SlabPool`]): a
+//! full slab is queued as one asynchronous copy per buffer and the task goes on with
+//! the next slab, so PCIe runs while the host gathers and no byte is copied twice on
+//! the host. Chunks kept resident grow in ordinary memory instead (one large chunk per
+//! partition, uploaded once through the staging pool).
 
 use std::fmt;
 use std::sync::Arc;
 
-use aether_gpu::{DeviceBatch, DeviceColumn, DeviceError, GpuDevice, HostColumn};
+use aether_gpu::{DeviceBatch, DeviceBuffer, DeviceColumn, DeviceError, GpuDevice, HostColumn};
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
@@ -22,8 +29,9 @@ use datafusion::physical_plan::{
 };
 use futures::StreamExt;
 
-use super::host_layout::{ChunkBuilder, StreamDictionary};
+use super::host_layout::{ChunkBuilder, GatheredChunk, PinnedChunk};
 use super::resident::ResidentTables;
+use super::string_codes::StreamDictionary;
 use super::{DeviceExec, DeviceStream, device_error};
 
 const OWNER: &str = "HostToDeviceExec";
@@ -88,7 +96,7 @@ impl HostToDeviceExec {
         context: Arc<TaskContext>,
     ) -> Result<DeviceStream> {
         let Some(fingerprint) = ResidentTables::fingerprint(&self.input) else {
-            return self.execute_upload(context, self.chunk_bytes());
+            return self.execute_upload(context, Chunking::Slabs);
         };
         if let Some(kept) = resident.get(fingerprint) {
             return Ok(futures::stream::iter(kept.into_iter().map(Ok)).boxed());
@@ -100,7 +108,7 @@ impl HostToDeviceExec {
         // Kept batches are read by every later query: one large chunk per partition
         // means fewer launches (and fewer synchronizations) per query.
         let uploads = self
-            .execute_upload(context, self.batch_bytes)?
+            .execute_upload(context, Chunking::Growing(self.batch_bytes))?
             .map(move |item| {
                 match &item {
                     Ok(batch) => {
@@ -124,16 +132,153 @@ impl HostToDeviceExec {
     }
 }
 
-/// Uploads what `builder` gathered as one device batch.
-/// Uploads what `builder` gathered as one device batch, on a blocking thread so the
-/// runtime's workers keep gathering other partitions meanwhile.
-async fn upload(
+/// How a partition's rows are cut into chunks.
+#[derive(Debug, Clone, Copy)]
+enum Chunking {
+    /// Slab-sized chunks gathered in pinned memory, uploaded as they fill.
+    Slabs,
+    /// Chunks of about this many bytes, growing in ordinary memory.
+    Growing(usize),
+}
+
+/// One partition's rows on their way to the device.
+struct PartitionGatherer {
+    device: Arc<GpuDevice>,
+    schema: SchemaRef,
+    builder: ChunkBuilder,
+    chunking: Chunking,
+}
+
+impl PartitionGatherer {
+    fn new(
+        device: &Arc<GpuDevice>,
+        schema: &SchemaRef,
+        dictionaries: &[Option<Arc<StreamDictionary>>],
+        chunking: Chunking,
+    ) -> Result<Self, DeviceError> {
+        let builder = match chunking {
+            Chunking::Slabs => {
+                ChunkBuilder::for_slabs(schema, dictionaries, device.slabs().slab_bytes())?
+            }
+            Chunking::Growing(_) => ChunkBuilder::new(schema, dictionaries)?,
+        };
+        Ok(Self {
+            device: Arc::clone(device),
+            schema: Arc::clone(schema),
+            builder,
+            chunking,
+        })
+    }
+
+    /// Gathers `batch`, returning the chunks it filled.
+    fn push(&mut self, batch: &RecordBatch) -> Result<Vec<GatheredChunk>, DeviceError> {
+        let mut full = Vec::new();
+        let rows = batch.num_rows();
+        let mut offset = 0;
+        while offset < rows {
+            if self.builder.needs_begin() {
+                self.builder.begin(self.device.slabs().acquire()?);
+            }
+            let take = self.builder.room().min(rows - offset);
+            if take == rows {
+                self.builder.append(batch)?;
+            } else {
+                self.builder.append(&batch.slice(offset, take))?;
+            }
+            offset += take;
+            let done = match self.chunking {
+                Chunking::Slabs => self.builder.room() == 0,
+                Chunking::Growing(bytes) => self.builder.bytes() >= bytes,
+            };
+            if done {
+                full.push(self.builder.take()?);
+            }
+        }
+        Ok(full)
+    }
+
+    /// The last, partly filled chunk, if any rows are left.
+    fn finish(&mut self) -> Result<Option<GatheredChunk>, DeviceError> {
+        if self.builder.rows() == 0 {
+            return Ok(None);
+        }
+        self.builder.take().map(Some)
+    }
+
+    async fn upload(&self, chunk: GatheredChunk) -> Result<DeviceBatch> {
+        match chunk {
+            GatheredChunk::Heap(columns) => upload_heap(&self.device, &self.schema, columns).await,
+            GatheredChunk::Pinned(chunk) => {
+                upload_pinned(&self.device, &self.schema, chunk).map_err(device_error)
+            }
+        }
+    }
+}
+
+/// Queues one asynchronous copy per buffer of a slab chunk and gives the slab back
+/// with an event recorded after the copies, so it is refilled only once they are done.
+fn upload_pinned(
     device: &Arc<GpuDevice>,
-    schema: &datafusion::arrow::datatypes::SchemaRef,
-    builder: &mut ChunkBuilder,
+    schema: &SchemaRef,
+    chunk: PinnedChunk,
+) -> Result<DeviceBatch, DeviceError> {
+    let start = std::time::Instant::now();
+    let PinnedChunk {
+        slab,
+        rows,
+        columns,
+    } = chunk;
+    let mut slab = slab;
+    let bytes: &[u8] = slab.as_mut_slice();
+    let copy = |range: std::ops::Range<usize>| {
+        // SAFETY: `bytes` is the pinned slab, which goes back to the pool below only
+        // with an event recorded after these copies (or after the stream is drained);
+        // the pool lends it out again only once that event has completed, so it stays
+        // alive and unwritten while the copies run.
+        unsafe { DeviceBuffer::upload_async(device, OWNER, &bytes[range]) }
+    };
+    let uploaded = columns
+        .into_iter()
+        .map(|column| {
+            Ok(DeviceColumn {
+                data_type: column.data_type,
+                form: column.form,
+                len: rows,
+                null_count: column.null_count,
+                values: copy(column.values)?,
+                validity: column.validity.map(copy).transpose()?,
+                offsets: None,
+            })
+        })
+        .collect::<Result<Vec<_>, DeviceError>>();
+    match device.stream().record_event(None) {
+        Ok(copied) => device.slabs().release(slab, Some(copied)),
+        Err(e) => {
+            // Without an event, wait for the copies before the slab can be reused.
+            device
+                .stream()
+                .synchronize()
+                .map_err(DeviceError::driver("waiting for uploads"))?;
+            device.slabs().release(slab, None);
+            return Err(DeviceError::driver("recording an upload event")(e));
+        }
+    }
+    crate::trace::phase("queue slab upload", start, || format!("{rows} rows"));
+    Ok(DeviceBatch {
+        schema: Arc::clone(schema),
+        columns: uploaded?,
+        num_rows: rows,
+    })
+}
+
+/// Uploads a chunk gathered in ordinary memory, on a blocking thread so the runtime's
+/// workers keep gathering other partitions meanwhile.
+async fn upload_heap(
+    device: &Arc<GpuDevice>,
+    schema: &SchemaRef,
+    host: Vec<HostColumn>,
 ) -> Result<DeviceBatch> {
-    let rows = builder.rows();
-    let host: Vec<HostColumn> = builder.take().map_err(device_error)?;
+    let rows = host.first().map_or(0, |c| c.len);
     let device = Arc::clone(device);
     let schema = Arc::clone(schema);
     tokio::task::spawn_blocking(move || {
@@ -218,25 +363,17 @@ impl DeviceExec for HostToDeviceExec {
     fn execute_device(&self, context: Arc<TaskContext>) -> Result<DeviceStream> {
         match &self.resident {
             Some(resident) => self.execute_resident(Arc::clone(resident), context),
-            None => self.execute_upload(context, self.chunk_bytes()),
+            None => self.execute_upload(context, Chunking::Slabs),
         }
     }
 }
 
 impl HostToDeviceExec {
-    /// Chunk size when streaming: the batch size shared by the partitions gathering at
-    /// once, so uploads start early and overlap the gathering.
-    fn chunk_bytes(&self) -> usize {
-        let partitions = self.input.output_partitioning().partition_count();
-        (self.batch_bytes / partitions.max(1)).max(16 << 20)
-    }
-
-    /// Gathers every input partition concurrently and uploads chunks of about
-    /// `chunk_bytes` as they fill.
+    /// Gathers every input partition concurrently and uploads its chunks as they fill.
     fn execute_upload(
         &self,
         context: Arc<TaskContext>,
-        chunk_bytes: usize,
+        chunking: Chunking,
     ) -> Result<DeviceStream> {
         let partitions = self.input.output_partitioning().partition_count();
         let dictionaries = self.dictionaries();
@@ -246,27 +383,25 @@ impl HostToDeviceExec {
         for partition in 0..partitions {
             let mut input = self.input.execute(partition, Arc::clone(&context))?;
             let sender = sender.clone();
-            let device = Arc::clone(&self.device);
-            let schema = Arc::clone(&schema);
-            let dictionaries = dictionaries.clone();
+            let mut gatherer =
+                PartitionGatherer::new(&self.device, &schema, &dictionaries, chunking)
+                    .map_err(device_error)?;
             tasks.spawn(async move {
                 let work = async {
-                    let mut builder =
-                        ChunkBuilder::new(&schema, &dictionaries).map_err(device_error)?;
                     let mut gathering = std::time::Duration::ZERO;
                     while let Some(batch) = input.next().await {
                         let start = std::time::Instant::now();
-                        builder.append(&batch?).map_err(device_error)?;
+                        let full = gatherer.push(&batch?).map_err(device_error)?;
                         gathering += start.elapsed();
-                        if builder.bytes() >= chunk_bytes {
-                            let chunk = upload(&device, &schema, &mut builder).await?;
+                        for chunk in full {
+                            let chunk = gatherer.upload(chunk).await?;
                             if sender.send(Ok(Arc::new(chunk))).await.is_err() {
                                 return Ok(());
                             }
                         }
                     }
-                    if builder.rows() > 0 {
-                        let chunk = upload(&device, &schema, &mut builder).await?;
+                    if let Some(chunk) = gatherer.finish().map_err(device_error)? {
+                        let chunk = gatherer.upload(chunk).await?;
                         let _ = sender.send(Ok(Arc::new(chunk))).await;
                     }
                     if crate::trace::enabled() {

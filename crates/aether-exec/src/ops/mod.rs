@@ -25,6 +25,7 @@ mod group_table;
 mod host_layout;
 mod host_to_device;
 mod resident;
+mod string_codes;
 
 pub use device_to_host::DeviceToHostExec;
 pub use gpu_aggregate::GpuHashAggregateExec;
