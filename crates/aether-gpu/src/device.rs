@@ -184,14 +184,15 @@ impl GpuDevice {
             options.reserve_bytes,
         );
         let staging = StagingPool::new(options.staging_chunks, options.staging_chunk_bytes)?;
+        let slabs = SlabPool::new(Arc::clone(&context), options.max_slabs, options.slab_bytes);
         Ok(Self {
             context,
+            slabs,
             stream,
             info,
             kernels: KernelCache::new(options.kernel_cache_dir.clone()),
             memory,
             staging,
-            slabs: SlabPool::new(options.max_slabs, options.slab_bytes),
         })
     }
 

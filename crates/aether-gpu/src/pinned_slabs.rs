@@ -18,7 +18,7 @@
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, Weak};
 
-use cudarc::driver::CudaEvent;
+use cudarc::driver::{CudaContext, CudaEvent};
 
 use crate::error::DeviceError;
 use crate::staging::PinnedBuffer;
@@ -64,11 +64,15 @@ struct PoolState {
     free: VecDeque<(PinnedBuffer, Option<CudaEvent>)>,
     /// Slabs pinned so far, lent or free.
     pinned: usize,
+    /// Set when pinning failed once (the host is short of lockable memory): no more
+    /// attempts, gathering uses ordinary memory.
+    pinning_failed: bool,
 }
 
 /// Pinned slabs of one size, pinned lazily up to a cap.
 #[derive(Debug)]
 pub struct SlabPool {
+    context: Arc<CudaContext>,
     slab_bytes: usize,
     max_slabs: usize,
     state: Arc<Mutex<PoolState>>,
@@ -76,8 +80,9 @@ pub struct SlabPool {
 
 impl SlabPool {
     /// A pool of at most `max_slabs` slabs of `slab_bytes` each; nothing is pinned yet.
-    pub fn new(max_slabs: usize, slab_bytes: usize) -> Self {
+    pub fn new(context: Arc<CudaContext>, max_slabs: usize, slab_bytes: usize) -> Self {
         Self {
+            context,
             slab_bytes: slab_bytes.max(1 << 16),
             max_slabs,
             state: Arc::new(Mutex::new(PoolState::default())),
@@ -102,7 +107,7 @@ impl SlabPool {
 
     /// A slab ready to be written: a free one whose copy is done, else a newly pinned
     /// one while under the cap, else the oldest free one once its copy is done; `None`
-    /// when every slab is lent out.
+    /// when every slab is lent out or the host cannot pin more memory.
     pub fn acquire(&self) -> Result<Option<PinnedSlab>, DeviceError> {
         let poisoned = || DeviceError::Internal("the pinned slab pool is poisoned".into());
         let mut state = self.state.lock().map_err(|_| poisoned())?;
@@ -114,18 +119,24 @@ impl SlabPool {
             let (buffer, _) = state.free.remove(index).ok_or_else(poisoned)?;
             return Ok(Some(self.lend(buffer)));
         }
-        if state.pinned < self.max_slabs {
+        if state.pinned < self.max_slabs && !state.pinning_failed {
             state.pinned += 1;
             drop(state);
-            return match PinnedBuffer::new(self.slab_bytes) {
-                Ok(buffer) => Ok(Some(self.lend(buffer))),
-                Err(e) => {
-                    if let Ok(mut state) = self.state.lock() {
-                        state.pinned -= 1;
-                    }
-                    Err(e)
+            // Pinning needs the context current on this thread (any runtime worker).
+            let pinned = self
+                .context
+                .bind_to_thread()
+                .map_err(DeviceError::driver("binding the GPU context"))
+                .and_then(|()| PinnedBuffer::new(self.slab_bytes));
+            return Ok(match pinned {
+                Ok(buffer) => Some(self.lend(buffer)),
+                Err(_) => {
+                    let mut state = self.state.lock().map_err(|_| poisoned())?;
+                    state.pinned -= 1;
+                    state.pinning_failed = true;
+                    None
                 }
-            };
+            });
         }
         let Some((buffer, copied)) = state.free.pop_front() else {
             return Ok(None);

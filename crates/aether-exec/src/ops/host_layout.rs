@@ -340,7 +340,7 @@ fn typed<T: ArrowNativeType>(bytes: &mut [u8]) -> Result<&mut [T], DeviceError> 
 fn set_true(bits: &mut [u8], start: usize, len: usize) {
     let end = start + len;
     let mut i = start;
-    while i < end && i % 8 != 0 {
+    while i < end && !i.is_multiple_of(8) {
         bits[i / 8] |= 1 << (i % 8);
         i += 1;
     }
@@ -630,7 +630,7 @@ mod tests {
         let mut slabs =
             Builder::for_slabs(&schema, &dictionaries(&slab_dictionary), slab_bytes).unwrap();
         let capacity = slabs.capacity();
-        assert!(capacity >= 64 && capacity % 64 == 0, "{capacity}");
+        assert!(capacity >= 64 && capacity.is_multiple_of(64), "{capacity}");
         let mut chunks = Vec::new();
         let mut first = 0;
         for rows in [100, 0, 1, 777, 1500, 40] {
