@@ -13,6 +13,7 @@
 
 mod cost;
 mod report;
+mod shape;
 
 use std::fmt;
 use std::sync::{Arc, Mutex, Weak};
@@ -376,11 +377,14 @@ impl Placer<'_> {
                     )],
                 );
             };
-            let prediction = self.settings.cost.predict(
-                &source.schema(),
-                rows,
-                self.settings.resident.is_some(),
-            );
+            let resident = self.settings.resident.is_some();
+            if let Some(why) = shape::kept_for_shape(&spec, source, resident) {
+                return Decision::Cpu(
+                    Mark::KeptByCost,
+                    vec![PlacementReason::new(ReasonCode::CostModel, why)],
+                );
+            }
+            let prediction = self.settings.cost.predict(&source.schema(), rows, resident);
             if !prediction.gpu_pays() {
                 return Decision::Cpu(
                     Mark::KeptByCost,

@@ -1,0 +1,141 @@
+//! Shapes of GPU segments the cost model keeps on the CPU whatever their size.
+//!
+//! Byte counts do not see two costs that made `auto` slower than the CPU on TPC-H at
+//! SF10 on the H200 (2026-12-01, docs/benchmarks.md):
+//! - group keys other than strings (order keys, part keys: up to millions of groups):
+//!   the GPU table grows through overflow passes and every group comes back over PCIe
+//!   to the CPU's final aggregate (Q13, Q15, Q18, Q20 took 1.2-2.6x the CPU's time);
+//! - strings that miss the gatherer's fast path (values longer than 12 bytes or more
+//!   than a handful of distinct values) are coded through hash maps and one shared
+//!   dictionary on the host (Q14, Q16, Q22 took 1.3-24x the CPU's time).
+//!
+//! So `auto` moves a segment only when its keys are strings (or it has none) and, when
+//! its input comes from host memory, every string column is a scan of an in-memory
+//! table whose first batch shows short values of few distinct strings.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use datafusion::arrow::array::{Array, AsArray};
+use datafusion::arrow::datatypes::DataType;
+use datafusion::datasource::memory::MemorySourceConfig;
+use datafusion::datasource::source::DataSourceExec;
+use datafusion::physical_plan::ExecutionPlan;
+
+use crate::codegen::aggregate::AggregateSpec;
+
+/// Longest string the gatherer codes through its view cache.
+const SHORT_STRING_BYTES: usize = 12;
+/// Most distinct strings the gatherer's view cache holds per column.
+const FEW_DISTINCT: usize = 16;
+/// Rows of the first batch looked at.
+const SAMPLE_ROWS: usize = 4096;
+
+/// Why `auto` keeps this segment on the CPU whatever the byte counts say, if it does.
+pub fn kept_for_shape(
+    spec: &AggregateSpec,
+    source: &Arc<dyn ExecutionPlan>,
+    resident: bool,
+) -> Option<String> {
+    for key in &spec.keys {
+        let is_string = key
+            .data_type(&spec.aggregate_input)
+            .is_ok_and(|t| t.is_string());
+        if !is_string {
+            return Some(format!(
+                "group key {key} may make millions of groups, which the GPU's partial \
+                 aggregate sends back to the CPU (measured slower than the CPU)"
+            ));
+        }
+    }
+    if resident {
+        return None;
+    }
+    let strings: Vec<String> = source
+        .schema()
+        .fields()
+        .iter()
+        .filter(|f| f.data_type().is_string())
+        .map(|f| f.name().clone())
+        .collect();
+    if strings.is_empty() {
+        return None;
+    }
+    let Some(first) = first_batch(source) else {
+        return Some(format!(
+            "string columns ({}) not read from an in-memory table would be coded on the \
+             host row by row",
+            strings.join(", ")
+        ));
+    };
+    for name in &strings {
+        let Some(column) = first.column_by_name(name) else {
+            return Some(format!("string column {name} could not be sampled"));
+        };
+        if !short_and_few(column.as_ref()) {
+            return Some(format!(
+                "string column {name} holds long or many distinct values, which the host \
+                 codes slowly"
+            ));
+        }
+    }
+    None
+}
+
+/// The first non-empty batch of `source` when it scans an in-memory table.
+fn first_batch(source: &Arc<dyn ExecutionPlan>) -> Option<datafusion::arrow::array::RecordBatch> {
+    let memory = source
+        .downcast_ref::<DataSourceExec>()?
+        .data_source()
+        .downcast_ref::<MemorySourceConfig>()?;
+    memory
+        .partitions()
+        .iter()
+        .flatten()
+        .find(|batch| batch.num_rows() > 0)
+        .cloned()
+}
+
+/// Whether the first rows of `column` are short strings of few distinct values.
+fn short_and_few(column: &dyn Array) -> bool {
+    let column = column.slice(0, column.len().min(SAMPLE_ROWS));
+    match column.data_type() {
+        DataType::Utf8View => sample(column.as_string_view().iter()),
+        DataType::Utf8 => sample(column.as_string::<i32>().iter()),
+        DataType::LargeUtf8 => sample(column.as_string::<i64>().iter()),
+        _ => false,
+    }
+}
+
+fn sample<'a>(values: impl Iterator<Item = Option<&'a str>>) -> bool {
+    let mut seen: HashSet<&str> = HashSet::new();
+    for value in values.flatten() {
+        if value.len() > SHORT_STRING_BYTES {
+            return false;
+        }
+        seen.insert(value);
+        if seen.len() > FEW_DISTINCT {
+            return false;
+        }
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use datafusion::arrow::array::{StringArray, StringViewArray};
+
+    use super::*;
+
+    #[test]
+    fn only_short_strings_of_few_values_code_cheaply() {
+        let flags = StringViewArray::from_iter_values((0..10_000).map(|i| ["A", "N", "R"][i % 3]));
+        assert!(short_and_few(&flags));
+        let phones = StringViewArray::from_iter_values((0..10_000).map(|i| format!("{i:08}")));
+        assert!(!short_and_few(&phones), "many distinct values");
+        let long = StringArray::from(vec![Some("PROMO BURNISHED COPPER"), None]);
+        assert!(!short_and_few(&long), "longer than a view holds");
+        let with_nulls = StringArray::from(vec![None, Some("x"), None]);
+        assert!(short_and_few(&with_nulls));
+    }
+}
