@@ -74,8 +74,11 @@ struct ColumnBuilder {
 /// A gathered chunk, ready to upload.
 #[derive(Debug)]
 pub enum GatheredChunk<S = PinnedSlab> {
-    /// Columns in ordinary memory.
-    Heap(Vec<HostColumn>),
+    /// Columns in ordinary memory (`rows` also counts a chunk of no columns).
+    Heap {
+        rows: usize,
+        columns: Vec<HostColumn>,
+    },
     /// Columns in a pinned slab: one asynchronous copy per buffer.
     Pinned(PinnedChunk<S>),
 }
@@ -286,12 +289,14 @@ impl<S: SlabMemory> ChunkBuilder<S> {
                     .map(|column| column.take_windows(rows))
                     .collect::<Result<_, _>>()?,
             }),
-            None => GatheredChunk::Heap(
-                self.columns
+            None => GatheredChunk::Heap {
+                rows,
+                columns: self
+                    .columns
                     .iter_mut()
                     .map(|column| column.take_heap(rows))
                     .collect::<Result<_, _>>()?,
-            ),
+            },
         };
         Ok(chunk)
     }
@@ -564,7 +569,7 @@ mod tests {
             ))
             .unwrap();
         assert_eq!(builder.rows(), 5);
-        let GatheredChunk::Heap(columns) = builder.take().unwrap() else {
+        let GatheredChunk::Heap { columns, .. } = builder.take().unwrap() else {
             panic!("a growing builder gathers into ordinary memory");
         };
         let codes: Vec<i32> = columns[0].values.typed_data::<i32>().to_vec();
@@ -660,7 +665,10 @@ mod tests {
             heap.append(&mixed_batch(&schema, start, chunk.rows))
                 .unwrap();
             start += chunk.rows;
-            let GatheredChunk::Heap(expected) = heap.take().unwrap() else {
+            let GatheredChunk::Heap {
+                columns: expected, ..
+            } = heap.take().unwrap()
+            else {
                 panic!("growing chunk expected");
             };
             let bytes = chunk.slab.bytes_mut();
@@ -686,6 +694,21 @@ mod tests {
     }
 
     #[test]
+    fn a_chunk_of_no_columns_keeps_its_row_count() {
+        let schema = Arc::new(Schema::empty());
+        let mut builder = Builder::new(&schema, &[]).unwrap();
+        let options = datafusion::arrow::array::RecordBatchOptions::new().with_row_count(Some(5));
+        let batch =
+            RecordBatch::try_new_with_options(Arc::clone(&schema), vec![], &options).unwrap();
+        builder.append(&batch).unwrap();
+        builder.append(&batch).unwrap();
+        let GatheredChunk::Heap { rows, columns } = builder.take().unwrap() else {
+            panic!("a growing builder gathers into ordinary memory");
+        };
+        assert_eq!((rows, columns.len()), (10, 0));
+    }
+
+    #[test]
     fn a_full_chunk_refuses_more_rows() {
         let schema = Arc::new(Schema::new(vec![Field::new("n", DataType::Int32, false)]));
         let mut builder = Builder::for_slabs(&schema, &[None], 4096).unwrap();
@@ -703,7 +726,7 @@ mod tests {
         let err = builder.append(&batch(1)).unwrap_err();
         assert!(err.to_string().contains("room for 0"), "{err}");
         // Without a slab the chunk gathers into ordinary memory, same capacity.
-        let GatheredChunk::Heap(columns) = builder.take().unwrap() else {
+        let GatheredChunk::Heap { columns, .. } = builder.take().unwrap() else {
             panic!("no slab was given");
         };
         assert_eq!(columns[0].len, capacity);

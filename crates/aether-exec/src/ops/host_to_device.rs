@@ -207,7 +207,9 @@ impl PartitionGatherer {
 
     async fn upload(&self, chunk: GatheredChunk) -> Result<DeviceBatch> {
         match chunk {
-            GatheredChunk::Heap(columns) => upload_heap(&self.device, &self.schema, columns).await,
+            GatheredChunk::Heap { rows, columns } => {
+                upload_heap(&self.device, &self.schema, rows, columns).await
+            }
             GatheredChunk::Pinned(chunk) => {
                 upload_pinned(&self.device, &self.schema, chunk).map_err(device_error)
             }
@@ -254,12 +256,12 @@ fn upload_pinned(
     match device.stream().record_event(None) {
         Ok(copied) => device.slabs().release(slab, Some(copied)),
         Err(e) => {
-            // Without an event, wait for the copies before the slab can be reused.
-            device
-                .stream()
-                .synchronize()
-                .map_err(DeviceError::driver("waiting for uploads"))?;
-            device.slabs().release(slab, None);
+            // Without an event, wait for the copies before the slab can be reused; if
+            // even that fails, the slab is never lent again (a copy may still read it).
+            match device.stream().synchronize() {
+                Ok(()) => device.slabs().release(slab, None),
+                Err(_) => std::mem::forget(slab),
+            }
             return Err(DeviceError::driver("recording an upload event")(e));
         }
     }
@@ -276,9 +278,9 @@ fn upload_pinned(
 async fn upload_heap(
     device: &Arc<GpuDevice>,
     schema: &SchemaRef,
+    rows: usize,
     host: Vec<HostColumn>,
 ) -> Result<DeviceBatch> {
-    let rows = host.first().map_or(0, |c| c.len);
     let device = Arc::clone(device);
     let schema = Arc::clone(schema);
     tokio::task::spawn_blocking(move || {

@@ -377,7 +377,9 @@ impl Placer<'_> {
                     )],
                 );
             };
-            let resident = self.settings.resident.is_some();
+            // Residency helps only inputs that can be kept (in-memory table scans).
+            let resident = self.settings.resident.is_some()
+                && crate::ops::ResidentTables::fingerprint(source).is_some();
             if let Some(why) = shape::kept_for_shape(&spec, source, resident) {
                 return Decision::Cpu(
                     Mark::KeptByCost,

@@ -99,10 +99,9 @@ fn first_batch(source: &Arc<dyn ExecutionPlan>) -> Option<datafusion::arrow::arr
 /// Whether the first rows of `column` are short strings of few distinct values.
 fn short_and_few(column: &dyn Array) -> bool {
     let column = column.slice(0, column.len().min(SAMPLE_ROWS));
+    // Only `Utf8View` values are coded through the view cache; `Utf8` is hashed per row.
     match column.data_type() {
         DataType::Utf8View => sample(column.as_string_view().iter()),
-        DataType::Utf8 => sample(column.as_string::<i32>().iter()),
-        DataType::LargeUtf8 => sample(column.as_string::<i64>().iter()),
         _ => false,
     }
 }
@@ -133,9 +132,14 @@ mod tests {
         assert!(short_and_few(&flags));
         let phones = StringViewArray::from_iter_values((0..10_000).map(|i| format!("{i:08}")));
         assert!(!short_and_few(&phones), "many distinct values");
-        let long = StringArray::from(vec![Some("PROMO BURNISHED COPPER"), None]);
+        let long = StringViewArray::from(vec![Some("PROMO BURNISHED COPPER"), None]);
         assert!(!short_and_few(&long), "longer than a view holds");
-        let with_nulls = StringArray::from(vec![None, Some("x"), None]);
+        let with_nulls = StringViewArray::from(vec![None, Some("x"), None]);
         assert!(short_and_few(&with_nulls));
+        let offsets = StringArray::from(vec![Some("x"), Some("y")]);
+        assert!(
+            !short_and_few(&offsets),
+            "offset strings are hashed per row"
+        );
     }
 }
