@@ -3,7 +3,8 @@
 //! A query's answer is a response with its Spark schema, Arrow IPC batches of at most
 //! [`BATCH_BYTES`] with exact row counts (at least one, even for no rows), and
 //! `ResultComplete` when the client asked for a reattachable execution. The work runs in
-//! its own task; an interrupt or a client that goes away drops it, which stops DataFusion.
+//! its own task on the query runtime; an interrupt or a client that goes away aborts it
+//! (see [`InterruptibleResponses`]), which stops DataFusion.
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -11,7 +12,7 @@ use std::sync::Arc;
 use arrow::array::RecordBatch;
 use arrow::datatypes::SchemaRef;
 use futures::{Stream, StreamExt};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::Status;
 
@@ -19,6 +20,7 @@ use crate::arrow_ipc;
 use crate::command;
 use crate::config;
 use crate::error::{ConnectError, ConnectResult};
+use crate::interruptible::{InterruptibleResponses, interrupted};
 use crate::plan::Translator;
 use crate::proto::execute_plan_request::request_option::RequestOption;
 use crate::proto::execute_plan_response::{ArrowBatch, ResponseType, ResultComplete};
@@ -106,7 +108,10 @@ pub fn execute(sessions: &Sessions, request: ExecutePlanRequest) -> ConnectResul
         operation_id,
         sender,
     };
-    query_runtime()?.spawn(async move {
+    // The work also watches for the interrupt itself, for a client that has stopped
+    // reading (and so stopped polling the response stream).
+    let interrupt = interrupted(cancelled.clone());
+    let work = query_runtime()?.spawn(async move {
         let _operation = guard;
         tokio::select! {
             result = run(&session, plan, &responder) => match result {
@@ -116,10 +121,14 @@ pub fn execute(sessions: &Sessions, request: ExecutePlanRequest) -> ConnectResul
                 Ok(()) => {}
                 Err(error) => responder.fail(&error).await,
             },
-            () = interrupted(cancelled) => responder.fail(&ConnectError::cancelled()).await,
+            () = interrupt => {}
         }
     });
-    Ok(Box::pin(ReceiverStream::new(receiver)))
+    Ok(Box::pin(InterruptibleResponses::new(
+        ReceiverStream::new(receiver),
+        cancelled,
+        work.abort_handle(),
+    )))
 }
 
 /// The runtime queries run on, apart from the one serving RPCs: DataFusion keeps its
@@ -138,15 +147,6 @@ fn query_runtime() -> ConnectResult<&'static tokio::runtime::Runtime> {
         })
         .as_ref()
         .map_err(|e| ConnectError::execution(format!("starting the query runtime: {e}")))
-}
-
-/// Resolves when the operation is interrupted.
-async fn interrupted(mut cancelled: watch::Receiver<bool>) {
-    // An error means the session dropped the sender: the operation can no longer be
-    // interrupted, so wait forever.
-    if cancelled.wait_for(|cancelled| *cancelled).await.is_err() {
-        std::future::pending::<()>().await;
-    }
 }
 
 async fn run(session: &Arc<Session>, plan: OpType, responder: &Responder) -> ConnectResult<()> {

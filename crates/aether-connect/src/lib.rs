@@ -14,6 +14,7 @@ mod command;
 mod config;
 mod error;
 mod execute;
+mod interruptible;
 mod plan;
 pub mod proto;
 mod server;
