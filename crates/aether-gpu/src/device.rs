@@ -6,8 +6,9 @@
 //! nothing panics. [`shared_device`] discovers once per process, so the "no GPU" notice
 //! is said once.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use cudarc::driver::sys::CUdevice_attribute;
 use cudarc::driver::{CudaContext, CudaFunction, CudaStream, result as driver};
@@ -91,6 +92,9 @@ impl DeviceInfo {
     }
 }
 
+/// A compiled kernel and the entry points loaded from it.
+type LoadedKey = (KernelKey, Vec<String>);
+
 /// An open GPU.
 #[derive(Debug)]
 pub struct GpuDevice {
@@ -98,6 +102,9 @@ pub struct GpuDevice {
     stream: Arc<CudaStream>,
     info: DeviceInfo,
     kernels: KernelCache,
+    /// Kernels already loaded into the context, by compiled kernel and entry points:
+    /// loading a module costs a driver call per query otherwise.
+    loaded: Mutex<HashMap<LoadedKey, Vec<CudaFunction>>>,
     memory: Arc<MemoryBudget>,
     staging: StagingPool,
     slabs: SlabPool,
@@ -191,6 +198,7 @@ impl GpuDevice {
             stream,
             info,
             kernels: KernelCache::new(options.kernel_cache_dir.clone()),
+            loaded: Mutex::new(HashMap::new()),
             memory,
             staging,
         })
@@ -250,6 +258,15 @@ impl GpuDevice {
     ) -> Result<(Vec<CudaFunction>, CubinSource), DeviceError> {
         let arch = self.info.arch();
         let key = KernelKey::new(source, &arch, self.info.driver_version);
+        let loaded_key = (key, entries.iter().map(|e| (*e).to_owned()).collect());
+        if let Some(functions) = self
+            .loaded
+            .lock()
+            .ok()
+            .and_then(|l| l.get(&loaded_key).cloned())
+        {
+            return Ok((functions, CubinSource::Memory));
+        }
         let name = entries.first().copied().unwrap_or("kernel");
         let (cubin, origin) = self
             .kernels
@@ -266,6 +283,9 @@ impl GpuDevice {
                     .map_err(DeviceError::driver("finding a kernel's entry point"))
             })
             .collect::<Result<Vec<_>, _>>()?;
+        if let Ok(mut loaded) = self.loaded.lock() {
+            loaded.insert(loaded_key, functions.clone());
+        }
         Ok((functions, origin))
     }
 }

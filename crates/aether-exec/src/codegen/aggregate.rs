@@ -761,7 +761,8 @@ fn global_fold_kernel(body: &str, rows_update: &str, updates: &str) -> String {
     format!(
         r#"extern "C" __global__ void {AGG_ENTRY}(const u64* __restrict__ columns, long long rows,
         const unsigned* __restrict__ row_ids, u64* state, u64* keys, unsigned char* acc,
-        long long mask, long long max_fill, u64* counters, unsigned* overflow) {{
+        long long mask, long long max_fill, u64* group_count, u64* overflow_count,
+        unsigned* overflow) {{
     __shared__ __align__(16) unsigned char block_acc[AGG_ACC_BYTES];
     __align__(16) unsigned char my[AGG_ACC_BYTES];
     agg_init_slot(my);
@@ -778,10 +779,11 @@ fn global_fold_kernel(body: &str, rows_update: &str, updates: &str) -> String {
         // The one group always fits: the table holds at least two slots per group.
         u64 key[1] = {{0ULL}};
         const u64 tag = agg_finish(0x243f6a8885a308d3ULL) | 2ULL;
-        const long long slot = agg_find_or_insert(state, keys, mask, max_fill, &counters[0], key, tag);
+        const long long slot = agg_find_or_insert(state, keys, mask, max_fill, group_count, key, tag);
         if (slot >= 0) agg_merge_slot(acc + slot * AGG_ACC_BYTES, block_acc);
     }}
     (void)overflow;
+    (void)overflow_count;
 }}
 "#
     )
@@ -795,7 +797,8 @@ fn keyed_fold_kernel(body: &str, key_setup: &str, rows_update: &str, updates: &s
     format!(
         r#"extern "C" __global__ void {AGG_ENTRY}(const u64* __restrict__ columns, long long rows,
         const unsigned* __restrict__ row_ids, u64* state, u64* keys, unsigned char* acc,
-        long long mask, long long max_fill, u64* counters, unsigned* overflow) {{
+        long long mask, long long max_fill, u64* group_count, u64* overflow_count,
+        unsigned* overflow) {{
     __shared__ u64 local_tag[AGG_LOCAL_SLOTS];
     __shared__ long long local_slot[AGG_LOCAL_SLOTS];
     __shared__ u64 local_keys[AGG_LOCAL_SLOTS * AGG_KEY_WORDS_ALLOC];
@@ -818,7 +821,7 @@ fn keyed_fold_kernel(body: &str, key_setup: &str, rows_update: &str, updates: &s
                 seen = atomicCAS((u64*)&local_tag[l], AGG_EMPTY, AGG_BUSY);
                 if (seen == AGG_EMPTY) {{
                     for (int w = 0; w < AGG_KEY_WORDS; ++w) local_keys[l * AGG_KEY_WORDS + w] = key[w];
-                    slot = agg_find_or_insert(state, keys, mask, max_fill, &counters[0], key, tag);
+                    slot = agg_find_or_insert(state, keys, mask, max_fill, group_count, key, tag);
                     local_slot[l] = slot;
                     __threadfence_block();
                     atomicExch((u64*)&local_tag[l], tag);
@@ -839,11 +842,11 @@ fn keyed_fold_kernel(body: &str, key_setup: &str, rows_update: &str, updates: &s
             }}
         }}
         if (a == 0) {{
-            slot = agg_find_or_insert(state, keys, mask, max_fill, &counters[0], key, tag);
+            slot = agg_find_or_insert(state, keys, mask, max_fill, group_count, key, tag);
             if (slot >= 0) a = acc + slot * AGG_ACC_BYTES;
         }}
         if (slot < 0) {{
-            overflow[atomicAdd(&counters[1], 1ULL)] = (unsigned)row;
+            overflow[atomicAdd(overflow_count, 1ULL)] = (unsigned)row;
             continue;
         }}
         {rows_update}

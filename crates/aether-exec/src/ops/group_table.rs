@@ -6,6 +6,13 @@
 //! The host then grows the table to fit (moving every group with the rehash kernel)
 //! and runs the kernel again over the overflow rows only, until none is left. Each
 //! row is folded exactly once, so the result is exact whatever the number of groups.
+//!
+//! Reading the overflow counts back waits for the kernels, so it is done once for many
+//! batches, not after each: every batch in flight has its own overflow list and count,
+//! and the table settles (reads every count in one copy, refolds what overflowed) when
+//! [`MAX_IN_FLIGHT`] batches are waiting, when the batches only this table holds on to
+//! pass [`IN_FLIGHT_BYTES`], or before the groups are emitted. Batches that a resident
+//! table also holds cost nothing to keep.
 
 use std::sync::Arc;
 
@@ -25,6 +32,20 @@ use crate::codegen::expr::DictionaryLookup;
 const OWNER: &str = "GpuHashAggregateExec";
 const THREADS: u32 = 256;
 const FIRST_SLOTS: usize = 1 << 10;
+/// Batches folded before their overflow counts are read.
+const MAX_IN_FLIGHT: usize = 64;
+/// Device bytes of batches held only for a later overflow check, before it is made.
+const IN_FLIGHT_BYTES: usize = 256 << 20;
+
+/// A batch folded once, whose overflowed rows (if any) are not yet known.
+#[derive(Debug)]
+struct InFlight {
+    batch: Arc<DeviceBatch>,
+    /// The pointer table its kernels read (with its string predicates' tables).
+    columns: DeviceBuffer,
+    _lookup_tables: Vec<DeviceBuffer>,
+    overflow: DeviceBuffer,
+}
 
 /// The loaded kernels of one aggregate.
 #[derive(Debug)]
@@ -51,8 +72,11 @@ pub struct GroupTable {
     kernels: AggregateKernels,
     functions: Functions,
     table: Table,
-    /// `[groups, overflowed rows]`.
+    /// `[groups, overflowed rows of in-flight batch 0, of batch 1, ...]`.
     counters: DeviceBuffer,
+    in_flight: Vec<InFlight>,
+    /// Whether to settle after each batch: until a settle finds no overflow.
+    growing: bool,
     /// For each input column holding string codes, the largest dictionary seen.
     dictionaries: Vec<Option<Arc<StringArray>>>,
     /// Each string predicate's table so far (entry 0 for NULL, then one per code):
@@ -76,63 +100,119 @@ impl GroupTable {
             emit,
         };
         let table = new_table(&device, &kernels, &functions, FIRST_SLOTS)?;
-        let counters = DeviceBuffer::zeroed(&device, OWNER, 16)?;
+        let counters = DeviceBuffer::zeroed(&device, OWNER, 8 * (1 + MAX_IN_FLIGHT))?;
         Ok(Self {
             device,
             kernels,
             functions,
             table,
             counters,
+            in_flight: Vec::new(),
+            growing: true,
             dictionaries: Vec::new(),
             lookup_tables: Vec::new(),
         })
     }
 
-    /// Folds every row of `batch` into the groups.
-    pub fn fold(&mut self, batch: &DeviceBatch) -> Result<(), DeviceError> {
+    /// Folds every row of `batch` into the groups (rows that overflow are folded when
+    /// the table next settles).
+    pub fn fold(&mut self, batch: &Arc<DeviceBatch>) -> Result<(), DeviceError> {
         self.note_dictionaries(batch);
         if batch.num_rows == 0 {
             return Ok(());
         }
-        let device = Arc::clone(&self.device);
+        let start = std::time::Instant::now();
         let tables = (0..self.kernels.lookups.len())
             .map(|k| self.lookup_table(k, batch))
             .collect::<Result<Vec<_>, _>>()?;
-        let columns = column_pointers(&device, batch, &tables)?;
-        let mut overflow = DeviceBuffer::alloc(&device, OWNER, 4 * batch.num_rows)?;
-        let mut spare: Option<DeviceBuffer> = None;
-        let mut row_ids: Option<DeviceBuffer> = None;
-        let mut rows = batch.num_rows;
-        loop {
-            let start = std::time::Instant::now();
-            self.run_fold(&columns, rows, row_ids.as_ref(), &overflow)?;
-            let (groups, overflowed) = self.read_counters()?;
-            crate::trace::phase("aggregate kernel", start, || {
-                format!("{rows} rows, {groups} groups, {overflowed} overflowed")
-            });
-            if overflowed == 0 {
-                return Ok(());
+        let columns = column_pointers(&self.device, batch, &tables)?;
+        let overflow = DeviceBuffer::alloc(&self.device, OWNER, 4 * batch.num_rows)?;
+        let slot = self.in_flight.len();
+        self.run_fold(&columns, batch.num_rows, None, &overflow, slot)?;
+        if crate::trace::enabled() {
+            let _ = self.device.stream().synchronize();
+        }
+        crate::trace::phase("aggregate kernel", start, || {
+            format!("{} rows", batch.num_rows)
+        });
+        self.in_flight.push(InFlight {
+            batch: Arc::clone(batch),
+            columns,
+            _lookup_tables: tables,
+            overflow,
+        });
+        // Batches a resident table keeps are held anyway; the others are held only here.
+        let held: usize = self
+            .in_flight
+            .iter()
+            .filter(|f| Arc::strong_count(&f.batch) == 1)
+            .map(|f| f.batch.device_bytes())
+            .sum();
+        if self.growing || self.in_flight.len() == MAX_IN_FLIGHT || held > IN_FLIGHT_BYTES {
+            self.growing = self.settle()?;
+        }
+        Ok(())
+    }
+
+    /// Reads the overflow counts of every batch in flight (one copy) and folds the rows
+    /// that overflowed, growing the table as needed. Returns whether any row overflowed.
+    fn settle(&mut self) -> Result<bool, DeviceError> {
+        if self.in_flight.is_empty() {
+            return Ok(false);
+        }
+        let start = std::time::Instant::now();
+        let in_flight = std::mem::take(&mut self.in_flight);
+        let words = self.read_counters(1 + in_flight.len())?;
+        self.reset_counters(words[0] as usize)?;
+        let mut refolded = 0;
+        for (batch, &overflowed) in in_flight.iter().zip(&words[1..]) {
+            if overflowed > 0 {
+                refolded += overflowed;
+                self.refold(batch, overflowed as usize)?;
             }
-            // Grow so that every group so far and every overflowed row fits at half load.
-            let needed = (2 * (groups + overflowed)).next_power_of_two();
-            self.grow(needed.max(self.table.slots * 4))?;
-            self.reset_overflow(groups)?;
-            // The overflowed rows become the next pass's rows; the old id list is reused
-            // for the next pass's overflow.
+        }
+        crate::trace::phase("aggregate settle", start, || {
+            format!("{} batches, {refolded} rows refolded", in_flight.len())
+        });
+        Ok(refolded > 0)
+    }
+
+    /// Folds the `overflowed` rows `batch` listed, after growing the table so that
+    /// they fit; repeats over the rows that overflow again (none, unless the estimate
+    /// of new groups was short).
+    fn refold(&mut self, batch: &InFlight, overflowed: usize) -> Result<(), DeviceError> {
+        let mut rows = overflowed;
+        let mut row_ids = None;
+        let mut spare = None;
+        loop {
+            let groups = self.read_counters(1)?[0] as usize;
+            // Every group so far and every listed row fits at half load.
+            let needed = (2 * (groups + rows)).next_power_of_two();
+            if needed > self.table.slots {
+                self.grow(needed.max(self.table.slots * 4))?;
+            }
             let next_overflow = match spare.take() {
                 Some(buffer) => buffer,
-                None => DeviceBuffer::alloc(&device, OWNER, 4 * overflowed)?,
+                None => DeviceBuffer::alloc(&self.device, OWNER, 4 * rows)?,
             };
-            spare = row_ids.replace(std::mem::replace(&mut overflow, next_overflow));
-            rows = overflowed;
+            let ids = row_ids.as_ref().unwrap_or(&batch.overflow);
+            self.run_fold(&batch.columns, rows, Some(ids), &next_overflow, 0)?;
+            let words = self.read_counters(2)?;
+            if words[1] == 0 {
+                return Ok(());
+            }
+            self.reset_counters(words[0] as usize)?;
+            rows = words[1] as usize;
+            spare = row_ids.replace(next_overflow);
         }
     }
 
     /// Writes one row per group in the aggregate's output layout.
-    pub fn emit(&self, schema: &SchemaRef) -> Result<DeviceBatch, DeviceError> {
+    pub fn emit(&mut self, schema: &SchemaRef) -> Result<DeviceBatch, DeviceError> {
+        self.settle()?;
         let device = &self.device;
         let start = std::time::Instant::now();
-        let (groups, _) = self.read_counters()?;
+        let groups = self.read_counters(1)?[0] as usize;
         let mut columns = Vec::with_capacity(schema.fields().len());
         let mut pointers = Vec::with_capacity(2 * schema.fields().len());
         for (field, source) in schema.fields().iter().zip(&self.kernels.outputs) {
@@ -236,7 +316,7 @@ impl GroupTable {
             let fresh = dictionary.slice(known, dictionary.len() - known);
             table.extend(evaluate_lookup(lookup, &fresh)?);
         }
-        DeviceBuffer::upload(&self.device, OWNER, table)
+        DeviceBuffer::upload_small(&self.device, OWNER, table)
     }
 
     fn note_dictionaries(&mut self, batch: &DeviceBatch) {
@@ -261,8 +341,10 @@ impl GroupTable {
         rows: usize,
         row_ids: Option<&DeviceBuffer>,
         overflow: &DeviceBuffer,
+        overflow_slot: usize,
     ) -> Result<(), DeviceError> {
         let device = &self.device;
+        let counters = self.counters.address(device);
         let table = &self.table;
         let mut config = grid_for(device, rows, THREADS);
         config.shared_mem_bytes = 0;
@@ -272,10 +354,12 @@ impl GroupTable {
         };
         // SAFETY: `aether_agg(const u64* columns, long long rows, const unsigned* row_ids,
         // u64* state, u64* keys, unsigned char* acc, long long mask, long long max_fill,
-        // u64* counters, unsigned* overflow)`: `columns` holds two pointers per column of
-        // a batch with at least `rows` rows (or `row_ids` lists `rows` row numbers of
-        // it); the table holds `slots` (a power of two) entries; `counters` is two
-        // words; `overflow` has room for `rows` row numbers.
+        // u64* group_count, u64* overflow_count, unsigned* overflow)`: `columns` holds
+        // two pointers per column of a batch with at least `rows` rows (or `row_ids`
+        // lists `rows` row numbers of it); the table holds `slots` (a power of two)
+        // entries; both counts are words of `counters`, which holds 1 + MAX_IN_FLIGHT
+        // words (`overflow_slot` < MAX_IN_FLIGHT); `overflow` has room for `rows` row
+        // numbers.
         unsafe {
             launch_kernel(
                 device,
@@ -290,21 +374,24 @@ impl GroupTable {
                     KernelArg::Buffer(&table.acc),
                     KernelArg::I64(table.slots as i64 - 1),
                     KernelArg::I64((table.slots / 2) as i64),
-                    KernelArg::Buffer(&self.counters),
+                    KernelArg::Address(counters),
+                    KernelArg::Address(counters + 8 * (1 + overflow_slot as u64)),
                     KernelArg::Buffer(overflow),
                 ],
             )
         }
     }
 
-    fn read_counters(&self) -> Result<(usize, usize), DeviceError> {
+    /// The first `words` counters: the group count, then in-flight overflow counts.
+    fn read_counters(&self, words: usize) -> Result<Vec<u64>, DeviceError> {
         let bytes = self.counters.download(&self.device)?;
-        let words = bytes.typed_data::<u64>();
-        Ok((words[0] as usize, words[1] as usize))
+        Ok(bytes.typed_data::<u64>()[..words].to_vec())
     }
 
-    fn reset_overflow(&mut self, groups: usize) -> Result<(), DeviceError> {
-        let words = [groups as u64, 0u64];
+    /// Sets the group count to `groups` and every overflow count to zero.
+    fn reset_counters(&mut self, groups: usize) -> Result<(), DeviceError> {
+        let mut words = vec![0u64; 1 + MAX_IN_FLIGHT];
+        words[0] = groups as u64;
         self.counters = upload_words(&self.device, &words)?;
         Ok(())
     }
@@ -426,5 +513,5 @@ fn evaluate_lookup(
 
 fn upload_words(device: &GpuDevice, words: &[u64]) -> Result<DeviceBuffer, DeviceError> {
     let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
-    DeviceBuffer::upload(device, OWNER, &bytes)
+    DeviceBuffer::upload_small(device, OWNER, &bytes)
 }

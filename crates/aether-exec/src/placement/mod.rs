@@ -622,8 +622,10 @@ impl PhysicalOptimizerRule for GpuPlacement {
         plan: Arc<dyn ExecutionPlan>,
         config: &ConfigOptions,
     ) -> Result<Arc<dyn ExecutionPlan>> {
+        let start = std::time::Instant::now();
         let settings = (self.settings)(config);
         let placement = place(plan, &settings)?;
+        crate::trace::phase("GPU placement", start, String::new);
         if let Ok(mut reports) = self.reports.lock() {
             reports.retain(|(weak, _)| weak.strong_count() > 0);
             reports.push((Arc::downgrade(&placement.plan), Arc::new(placement.report)));
