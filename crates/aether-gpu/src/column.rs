@@ -21,10 +21,6 @@ use crate::error::DeviceError;
 use crate::layout::{DeviceForm, HostColumn, LayoutOptions, from_device_layout, to_device_layout};
 use crate::memory::Reservation;
 
-/// The largest upload [`DeviceBuffer::upload_small`] makes straight from pageable
-/// memory; larger ones go through the pinned staging pool, which copies faster.
-const SMALL_UPLOAD_BYTES: usize = 64 << 10;
-
 /// Device memory with its share of the budget.
 #[derive(Debug)]
 pub struct DeviceBuffer {
@@ -72,24 +68,6 @@ impl DeviceBuffer {
             .staging()
             .upload(device.stream(), bytes, &mut buffer.slice)?;
         Ok(buffer)
-    }
-
-    /// Copies a few bytes (pointer tables, counters) to a new device buffer without
-    /// waiting for the stream. An asynchronous copy from pageable memory returns once
-    /// the driver has copied the bytes into its own staging memory; the pinned staging
-    /// pool would instead wait for the earlier copy that used its chunk, and with it for
-    /// every kernel queued before that copy.
-    pub fn upload_small(
-        device: &GpuDevice,
-        owner: &str,
-        bytes: &[u8],
-    ) -> Result<Self, DeviceError> {
-        if bytes.len() > SMALL_UPLOAD_BYTES {
-            return Self::upload(device, owner, bytes);
-        }
-        // SAFETY: the copy is from pageable memory, which the driver copies into its
-        // own staging memory before `memcpy_htod` returns, so `bytes` may change after.
-        unsafe { Self::upload_async(device, owner, bytes) }
     }
 
     /// Copies `bytes` to a new device buffer without waiting: the copy is queued on the

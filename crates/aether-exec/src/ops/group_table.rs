@@ -7,12 +7,13 @@
 //! and runs the kernel again over the overflow rows only, until none is left. Each
 //! row is folded exactly once, so the result is exact whatever the number of groups.
 //!
-//! Reading the overflow counts back waits for the kernels, so it is done once for many
-//! batches, not after each: every batch in flight has its own overflow list and count,
-//! and the table settles (reads every count in one copy, refolds what overflowed) when
-//! [`MAX_IN_FLIGHT`] batches are waiting, when the batches only this table holds on to
-//! pass [`IN_FLIGHT_BYTES`], or before the groups are emitted. Batches that a resident
-//! table also holds cost nothing to keep.
+//! Reading the overflow counts back waits for the kernels, so for batches a resident
+//! table keeps it is done once for many batches, not after each: every batch in flight
+//! has its own overflow list and count, and the table settles (reads every count in
+//! one copy, refolds what overflowed) when [`MAX_IN_FLIGHT`] batches are waiting or
+//! before the groups are emitted. Batches streamed from host memory, and every batch
+//! while the table is still growing (the last settle found overflowed rows, or nothing
+//! was read yet), settle at once.
 
 use std::sync::Arc;
 
@@ -34,13 +35,12 @@ const THREADS: u32 = 256;
 const FIRST_SLOTS: usize = 1 << 10;
 /// Batches folded before their overflow counts are read.
 const MAX_IN_FLIGHT: usize = 64;
-/// Device bytes of batches held only for a later overflow check, before it is made.
-const IN_FLIGHT_BYTES: usize = 256 << 20;
 
 /// A batch folded once, whose overflowed rows (if any) are not yet known.
 #[derive(Debug)]
 struct InFlight {
-    batch: Arc<DeviceBatch>,
+    /// Kept alive until its overflowed rows are known (the kernels read it then).
+    _batch: Arc<DeviceBatch>,
     /// The pointer table its kernels read (with its string predicates' tables).
     columns: DeviceBuffer,
     _lookup_tables: Vec<DeviceBuffer>,
@@ -135,20 +135,19 @@ impl GroupTable {
         crate::trace::phase("aggregate kernel", start, || {
             format!("{} rows", batch.num_rows)
         });
+        let streamed = Arc::strong_count(batch) == 1;
         self.in_flight.push(InFlight {
-            batch: Arc::clone(batch),
+            _batch: Arc::clone(batch),
             columns,
             _lookup_tables: tables,
             overflow,
         });
-        // Batches a resident table keeps are held anyway; the others are held only here.
-        let held: usize = self
-            .in_flight
-            .iter()
-            .filter(|f| Arc::strong_count(&f.batch) == 1)
-            .map(|f| f.batch.device_bytes())
-            .sum();
-        if self.growing || self.in_flight.len() == MAX_IN_FLIGHT || held > IN_FLIGHT_BYTES {
+        // A batch streamed from host memory is checked at once: it is held only for
+        // the check, and waiting here keeps this loop from running ahead of the
+        // uploads queued on the same stream (on the H200, deferring streamed batches
+        // made Q1 from host memory 2.4x slower). A batch a resident table keeps costs
+        // nothing to hold and has no upload behind it.
+        if self.growing || streamed || self.in_flight.len() == MAX_IN_FLIGHT {
             self.growing = self.settle()?;
         }
         Ok(())
@@ -316,7 +315,7 @@ impl GroupTable {
             let fresh = dictionary.slice(known, dictionary.len() - known);
             table.extend(evaluate_lookup(lookup, &fresh)?);
         }
-        DeviceBuffer::upload_small(&self.device, OWNER, table)
+        DeviceBuffer::upload(&self.device, OWNER, table)
     }
 
     fn note_dictionaries(&mut self, batch: &DeviceBatch) {
@@ -513,5 +512,5 @@ fn evaluate_lookup(
 
 fn upload_words(device: &GpuDevice, words: &[u64]) -> Result<DeviceBuffer, DeviceError> {
     let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
-    DeviceBuffer::upload_small(device, OWNER, &bytes)
+    DeviceBuffer::upload(device, OWNER, &bytes)
 }
