@@ -64,6 +64,18 @@ const EXPRESSIONS: &[&str] = &[
     "case a when 1 then x when 2 then y end",
     "case when flag then p * d else p end",
     "case when dt < date '1995-01-01' then 1.5 else x end",
+    "extract(year from dt)",
+    "extract(month from dt)",
+    "extract(day from dt)",
+    "date_part('year', dt) * 100 + date_part('month', dt)",
+    "dt + interval '3' day",
+    "dt - interval '1' month",
+    "dt + interval '1' year",
+    "dt + interval '13 months 2 days'",
+    "dt - interval '2' year < date '1994-01-01'",
+    "a / 3",
+    "b / -7",
+    "a / 2 + 1",
 ];
 
 #[expect(

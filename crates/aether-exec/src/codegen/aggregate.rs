@@ -27,7 +27,7 @@ use std::sync::Arc;
 use datafusion::arrow::datatypes::{DataType, FieldRef, SchemaRef};
 use datafusion::physical_expr::PhysicalExpr;
 
-use super::expr::{DictionaryLookup, ExprCompiler, Value};
+use super::expr::{DATE_PRELUDE, DictionaryLookup, ExprCompiler, Value};
 use super::kernel::PRELUDE;
 use super::pipeline::{Stage, compile_stages};
 use super::types::CudaType;
@@ -680,7 +680,7 @@ pub fn aggregate_kernels(spec: &AggregateSpec) -> Result<AggregateKernels, Vec<P
         keyed_fold_kernel(body, &key_setup, &rows_update, &updates)
     };
     let source = format!(
-        r#"{PRELUDE}
+        r#"{PRELUDE}{DATE_PRELUDE}
 #define AGG_KEY_WORDS {key_words}
 #define AGG_KEY_WORDS_ALLOC {key_alloc}
 #define AGG_ACC_BYTES {acc_bytes}

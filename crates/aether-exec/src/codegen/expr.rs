@@ -15,16 +15,19 @@ use std::sync::Arc;
 use datafusion::arrow::datatypes::{DataType, SchemaRef};
 use datafusion::common::tree_node::{Transformed, TreeNode};
 use datafusion::logical_expr::Operator;
-use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_expr::expressions::{
     BinaryExpr, CaseExpr, CastExpr, Column, InListExpr, IsNotNullExpr, IsNullExpr, Literal,
     NegativeExpr, NotExpr,
 };
 use datafusion::physical_expr::utils::collect_columns;
+use datafusion::physical_expr::{PhysicalExpr, ScalarFunctionExpr};
 use datafusion::scalar::ScalarValue;
 
 use super::types::CudaType;
 use crate::reason::{PlacementReason, ReasonCode};
+
+mod temporal;
+pub(crate) use temporal::DATE_PRELUDE;
 
 /// A compiled sub-expression: the variables holding its value and validity.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -85,6 +88,23 @@ fn unsupported(message: String) -> PlacementReason {
 }
 
 /// A C literal for an `i64`, valid for `i64::MIN` too.
+/// The value of `expr` when it is a non-NULL integer literal.
+fn literal_integer(expr: &Arc<dyn PhysicalExpr>) -> Option<i128> {
+    let any: &dyn PhysicalExpr = expr.as_ref();
+    let literal = any.downcast_ref::<Literal>()?;
+    Some(match literal.value() {
+        ScalarValue::Int8(Some(v)) => i128::from(*v),
+        ScalarValue::Int16(Some(v)) => i128::from(*v),
+        ScalarValue::Int32(Some(v)) => i128::from(*v),
+        ScalarValue::Int64(Some(v)) => i128::from(*v),
+        ScalarValue::UInt8(Some(v)) => i128::from(*v),
+        ScalarValue::UInt16(Some(v)) => i128::from(*v),
+        ScalarValue::UInt32(Some(v)) => i128::from(*v),
+        ScalarValue::UInt64(Some(v)) => i128::from(*v),
+        _ => return None,
+    })
+}
+
 fn int_literal(v: i64) -> String {
     if v == i64::MIN {
         "(-9223372036854775807LL - 1LL)".to_string()
@@ -254,6 +274,9 @@ impl ExprCompiler {
         if let Some(case) = any.downcast_ref::<CaseExpr>() {
             return self.case(expr, case);
         }
+        if let Some(function) = any.downcast_ref::<ScalarFunctionExpr>() {
+            return self.scalar_function(expr, function);
+        }
         self.refuse(unsupported(format!(
             "expression {expr} is not generated for the GPU yet"
         )))
@@ -409,6 +432,10 @@ impl ExprCompiler {
     }
 
     fn binary(&mut self, expr: &Arc<dyn PhysicalExpr>, binary: &BinaryExpr) -> Option<Value> {
+        if let Some(result) = self.date_interval(expr, *binary.op(), binary.left(), binary.right())
+        {
+            return result;
+        }
         // Compile both sides first, so reasons from both are collected.
         let left = self.compile(binary.left());
         let right = self.compile(binary.right());
@@ -482,7 +509,8 @@ impl ExprCompiler {
                 Some(self.emit(CudaType::Bool, &value, &valid))
             }
             Operator::Plus | Operator::Minus | Operator::Multiply | Operator::Divide => {
-                self.arithmetic(expr, op, &left, &right, &both_valid)
+                let divisor = literal_integer(binary.right());
+                self.arithmetic(expr, op, (&left, &right, divisor), &both_valid)
             }
             other => self.refuse(unsupported(format!(
                 "operator {other} is not generated for the GPU yet: {expr}"
@@ -494,8 +522,7 @@ impl ExprCompiler {
         &mut self,
         expr: &Arc<dyn PhysicalExpr>,
         op: Operator,
-        left: &Value,
-        right: &Value,
+        (left, right, divisor): (&Value, &Value, Option<i128>),
         valid: &str,
     ) -> Option<Value> {
         let result = match expr.data_type(&self.schema).map(|t| CudaType::of(&t)) {
@@ -512,9 +539,17 @@ impl ExprCompiler {
         let (l, r) = (&left.value, &right.value);
         let value = if result.is_integer() && left.ty == result && right.ty == result {
             if op == Operator::Divide {
-                return self.refuse(unsupported(format!(
-                    "integer division is not generated for the GPU yet: {expr}"
-                )));
+                // Arrow's integer division errors on a zero divisor and on MIN / -1; by
+                // any other constant it truncates toward zero, as C's does.
+                let is_signed = result.unsigned_name().is_some();
+                return match divisor {
+                    Some(d) if d != 0 && !(is_signed && d == -1) => {
+                        Some(self.emit(result, &format!("({l} / {r})"), valid))
+                    }
+                    _ => self.refuse(unsupported(format!(
+                        "integer division is generated for the GPU only by a constant other than 0 and -1: {expr}"
+                    ))),
+                };
             }
             let unsigned = result.unsigned_name().unwrap_or("unsigned long long");
             format!(

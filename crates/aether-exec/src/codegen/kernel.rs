@@ -12,7 +12,7 @@ use std::sync::Arc;
 use datafusion::arrow::datatypes::{DataType, Schema};
 use datafusion::physical_expr::PhysicalExpr;
 
-use super::expr::ExprCompiler;
+use super::expr::{DATE_PRELUDE, ExprCompiler};
 use super::types::CudaType;
 use crate::reason::PlacementReason;
 
@@ -94,7 +94,7 @@ pub fn expr_kernel(
         )
     };
     let source = format!(
-        "{PRELUDE}
+        "{PRELUDE}{DATE_PRELUDE}
 // {expr}
 extern \"C\" __global__ void {EVAL_ENTRY}(const u64* __restrict__ columns,
                                           long long rows,
@@ -134,6 +134,7 @@ mod tests {
             Field::new("l_shipdate", DataType::Date32, false),
             Field::new("l_comment", DataType::Utf8View, false),
             Field::new("x", DataType::Float64, true),
+            Field::new("n", DataType::Int64, true),
         ])
     }
 
@@ -214,5 +215,57 @@ mod tests {
         let reasons = expr_kernel(&expr, &schema).unwrap_err();
         assert_eq!(reasons.len(), 1, "{reasons:?}");
         assert!(reasons[0].message.contains("operator %"), "{reasons:?}");
+    }
+
+    #[test]
+    fn extract_and_constant_date_intervals_are_generated() {
+        let schema = lineitem_schema();
+        for (sql, helper) in [
+            ("extract(year from l_shipdate) = 1994", "aether_date_part("),
+            (
+                "extract(month from l_shipdate) * 100 + extract(day from l_shipdate)",
+                "aether_date_part(",
+            ),
+            (
+                "l_shipdate + interval '1' month < date '1995-01-01'",
+                "aether_date_add(",
+            ),
+            ("l_shipdate - interval '3' day", "aether_date_add("),
+            ("interval '1' year + l_shipdate", "aether_date_add("),
+        ] {
+            let kernel = expr_kernel(&physical(sql, &schema), &schema)
+                .unwrap_or_else(|reasons| panic!("{sql}: {reasons:?}"));
+            assert!(kernel.source.contains(helper), "{sql}: {}", kernel.source);
+        }
+        let kernel = expr_kernel(
+            &physical("l_shipdate - interval '1' month", &schema),
+            &schema,
+        )
+        .unwrap();
+        assert_eq!(kernel.data_type, DataType::Date32);
+        assert!(kernel.source.contains("-1LL, 0LL)"), "{}", kernel.source);
+
+        let reasons =
+            expr_kernel(&physical("extract(hour from l_shipdate)", &schema), &schema).unwrap_err();
+        assert!(
+            reasons[0]
+                .message
+                .contains("only EXTRACT of YEAR, MONTH or DAY"),
+            "{reasons:?}"
+        );
+    }
+
+    #[test]
+    fn integer_division_is_generated_by_a_safe_constant_only() {
+        let schema = lineitem_schema();
+        let kernel = expr_kernel(&physical("n / 4", &schema), &schema).unwrap();
+        assert_eq!(kernel.data_type, DataType::Int64);
+        for sql in ["n / 0", "n / -1", "n / n"] {
+            let reasons = expr_kernel(&physical(sql, &schema), &schema).unwrap_err();
+            assert!(
+                reasons[0].message.contains("integer division"),
+                "{sql}: {reasons:?}"
+            );
+        }
     }
 }
