@@ -162,12 +162,13 @@ impl GroupTable {
         let start = std::time::Instant::now();
         let in_flight = std::mem::take(&mut self.in_flight);
         let words = self.read_counters(1 + in_flight.len())?;
-        self.reset_counters(words[0] as usize)?;
+        let mut groups = words[0] as usize;
+        self.reset_counters(groups)?;
         let mut refolded = 0;
         for (batch, &overflowed) in in_flight.iter().zip(&words[1..]) {
             if overflowed > 0 {
                 refolded += overflowed;
-                self.refold(batch, overflowed as usize)?;
+                groups = self.refold(batch, overflowed as usize, groups)?;
             }
         }
         crate::trace::phase("aggregate settle", start, || {
@@ -176,15 +177,20 @@ impl GroupTable {
         Ok(refolded > 0)
     }
 
-    /// Folds the `overflowed` rows `batch` listed, after growing the table so that
-    /// they fit; repeats over the rows that overflow again (none, unless the estimate
-    /// of new groups was short).
-    fn refold(&mut self, batch: &InFlight, overflowed: usize) -> Result<(), DeviceError> {
+    /// Folds the `overflowed` rows `batch` listed into a table holding `groups`
+    /// groups, after growing it so that they fit; repeats over the rows that overflow
+    /// again (none, unless the estimate of new groups was short). Returns the group
+    /// count after the fold, read with the overflow count in one copy.
+    fn refold(
+        &mut self,
+        batch: &InFlight,
+        overflowed: usize,
+        mut groups: usize,
+    ) -> Result<usize, DeviceError> {
         let mut rows = overflowed;
         let mut row_ids = None;
         let mut spare = None;
         loop {
-            let groups = self.read_counters(1)?[0] as usize;
             // Every group so far and every listed row fits at half load.
             let needed = (2 * (groups + rows)).next_power_of_two();
             if needed > self.table.slots {
@@ -197,10 +203,11 @@ impl GroupTable {
             let ids = row_ids.as_ref().unwrap_or(&batch.overflow);
             self.run_fold(&batch.columns, rows, Some(ids), &next_overflow, 0)?;
             let words = self.read_counters(2)?;
+            groups = words[0] as usize;
             if words[1] == 0 {
-                return Ok(());
+                return Ok(groups);
             }
-            self.reset_counters(words[0] as usize)?;
+            self.reset_counters(groups)?;
             rows = words[1] as usize;
             spare = row_ids.replace(next_overflow);
         }
