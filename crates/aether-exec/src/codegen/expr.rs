@@ -87,7 +87,6 @@ fn unsupported(message: String) -> PlacementReason {
     PlacementReason::new(ReasonCode::UnsupportedExpression, message)
 }
 
-/// A C literal for an `i64`, valid for `i64::MIN` too.
 /// The value of `expr` when it is a non-NULL integer literal.
 fn literal_integer(expr: &Arc<dyn PhysicalExpr>) -> Option<i128> {
     let any: &dyn PhysicalExpr = expr.as_ref();
@@ -105,6 +104,7 @@ fn literal_integer(expr: &Arc<dyn PhysicalExpr>) -> Option<i128> {
     })
 }
 
+/// A C literal for an `i64`, valid for `i64::MIN` too.
 fn int_literal(v: i64) -> String {
     if v == i64::MIN {
         "(-9223372036854775807LL - 1LL)".to_string()
