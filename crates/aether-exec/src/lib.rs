@@ -9,6 +9,7 @@
 pub mod codegen;
 pub mod engine;
 pub mod gpu_eval;
+pub mod memory_table;
 pub mod reason;
 
 pub use engine::Engine;

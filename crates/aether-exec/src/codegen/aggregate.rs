@@ -21,6 +21,7 @@
 //! propagated), integer sums wrap as DataFusion's do, float MIN/MAX follow Arrow's
 //! total order (`-NaN < -inf < ... < -0.0 < 0.0 < ... < inf < NaN`).
 
+use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::sync::Arc;
 
@@ -118,7 +119,7 @@ pub struct AggregateKernels {
 }
 
 /// How one accumulator is updated and read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum AccKind {
     /// Wrapping 64-bit integer sum (also counts).
     AddU64,
@@ -391,9 +392,26 @@ pub fn aggregate_kernels(spec: &AggregateSpec) -> Result<AggregateKernels, Vec<P
         key_word_count + 1
     };
 
-    // Aggregate arguments and accumulators.
+    // Aggregate arguments and accumulators. Calls that need the same accumulator of the
+    // same value share it (TPC-H Q1's AVG(x) and SUM(x) keep one sum and one count), so
+    // each row updates it once: the fold kernel is bound by these shared-memory updates.
     let mut layout = AccLayout::new();
     let mut updates = String::new();
+    let mut shared_accs: HashMap<(AccKind, String, String), Acc> = HashMap::new();
+    let mut acc_for =
+        |layout: &mut AccLayout, updates: &mut String, kind: AccKind, value: &str, valid: &str| {
+            *shared_accs
+                .entry((kind, value.to_string(), valid.to_string()))
+                .or_insert_with(|| {
+                    let acc = layout.push(kind);
+                    let _ = writeln!(
+                        updates,
+                        "        if ({valid}) {}",
+                        kind.update(&acc_at(acc), value)
+                    );
+                    acc
+                })
+        };
     let mut states: Vec<StateOutput> = Vec::new();
     for call in &spec.calls {
         let Some(arg) = compiler.compile(&call.arg) else {
@@ -403,14 +421,13 @@ pub fn aggregate_kernels(spec: &AggregateSpec) -> Result<AggregateKernels, Vec<P
         let nullable = call.arg.nullable(&spec.aggregate_input).unwrap_or(true);
         // Rows that reach the call: its non-NULL count, or every row of the group.
         let count = if nullable {
-            let count = layout.push(AccKind::AddU64);
-            let _ = writeln!(
-                updates,
-                "        if ({}) {}",
-                arg.valid,
-                count.kind.update(&acc_at(count), "1ULL")
-            );
-            count
+            acc_for(
+                &mut layout,
+                &mut updates,
+                AccKind::AddU64,
+                "1ULL",
+                &arg.valid,
+            )
         } else {
             ROWS
         };
@@ -452,13 +469,7 @@ pub fn aggregate_kernels(spec: &AggregateSpec) -> Result<AggregateKernels, Vec<P
             // COUNT returned above; MAX is what is left.
             (AggFunction::Max | AggFunction::Count, _) => AccKind::MaxI64,
         };
-        let acc = layout.push(kind);
-        let _ = writeln!(
-            updates,
-            "        if ({}) {}",
-            arg.valid,
-            kind.update(&acc_at(acc), &arg.value)
-        );
+        let acc = acc_for(&mut layout, &mut updates, kind, &arg.value, &arg.valid);
         let sum_value = |ty: &DataType| -> String {
             let at = format!("(a + {})", acc.offset);
             match kind {
@@ -895,4 +906,65 @@ fn emit_column(
         "            if (ok) atomicOr(&((unsigned*)outputs[{validity}])[out >> 5], 1u << (out & 31));"
     );
     let _ = writeln!(emit, "        }}");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use datafusion::arrow::datatypes::{Field, Schema};
+    use datafusion::physical_expr::expressions::col;
+
+    /// `SELECT k, SUM(x), AVG(x), SUM(y) ... GROUP BY k` over decimals, as DataFusion's
+    /// partial aggregate declares it.
+    fn spec() -> AggregateSpec {
+        let decimal = DataType::Decimal128(12, 2);
+        let input = Arc::new(Schema::new(vec![
+            Field::new("k", DataType::Int64, false),
+            Field::new("x", decimal.clone(), false),
+            Field::new("y", decimal, true),
+        ]));
+        let state = DataType::Decimal128(22, 2);
+        let field =
+            |name: &str, data_type: &DataType| Arc::new(Field::new(name, data_type.clone(), true));
+        let call = |function, column: &str, state_fields| AggregateCall {
+            function,
+            arg: col(column, &input).unwrap(),
+            state_fields,
+        };
+        let calls = vec![
+            call(AggFunction::Sum, "x", vec![field("sum(x)[sum]", &state)]),
+            call(
+                AggFunction::Avg,
+                "x",
+                vec![
+                    field("avg(x)[count]", &DataType::UInt64),
+                    field("avg(x)[sum]", &state),
+                ],
+            ),
+            call(AggFunction::Sum, "y", vec![field("sum(y)[sum]", &state)]),
+        ];
+        let mut outputs = vec![Arc::new(Field::new("k", DataType::Int64, false))];
+        outputs.extend(calls.iter().flat_map(|c| c.state_fields.clone()));
+        AggregateSpec {
+            input: Arc::clone(&input),
+            stages: Vec::new(),
+            aggregate_input: Arc::clone(&input),
+            keys: vec![col("k", &input).unwrap()],
+            calls,
+            output: Arc::new(Schema::new(outputs)),
+        }
+    }
+
+    #[test]
+    fn calls_over_the_same_value_share_their_accumulators() {
+        let kernels = aggregate_kernels(&spec()).unwrap();
+        // One sum of x for SUM(x) and AVG(x), AVG's count is the group's row count, and
+        // SUM(y) over a nullable column keeps its own sum and non-NULL count.
+        let sums = kernels.source.matches("agg_add_i128((a + ").count();
+        let counts = kernels.source.matches("agg_add_u64((a + ").count();
+        assert_eq!((sums, counts), (2, 2), "{}", kernels.source);
+        // Row count, x's sum, y's count, y's sum (sums 16-byte aligned).
+        assert_eq!(kernels.acc_bytes, 64);
+        assert_eq!(kernels.outputs.len(), 5);
+    }
 }

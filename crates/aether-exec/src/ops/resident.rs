@@ -12,9 +12,9 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::{Arc, Mutex};
 
 use aether_gpu::DeviceBatch;
-use datafusion::datasource::memory::MemorySourceConfig;
-use datafusion::datasource::source::DataSourceExec;
 use datafusion::physical_plan::ExecutionPlan;
+
+use crate::memory_table::memory_source;
 
 /// Device batches by input fingerprint.
 #[derive(Debug, Default)]
@@ -31,8 +31,7 @@ impl ResidentTables {
     /// the addresses of the table's own buffers (stable while the table lives) and the
     /// projected columns. Other inputs are not kept resident (`None`).
     pub fn fingerprint(input: &Arc<dyn ExecutionPlan>) -> Option<u64> {
-        let scan = input.downcast_ref::<DataSourceExec>()?;
-        let memory = scan.data_source().downcast_ref::<MemorySourceConfig>()?;
+        let memory = memory_source(input.as_ref())?;
         let mut hasher = DefaultHasher::new();
         memory.projection().hash(&mut hasher);
         for field in input.schema().fields() {

@@ -405,13 +405,8 @@ impl Placer<'_> {
 /// counts its batches (DataFusion's statistics would also size every column);
 /// anything else asks DataFusion's statistics.
 fn input_rows(source: &Arc<dyn ExecutionPlan>) -> Option<usize> {
-    use datafusion::datasource::memory::MemorySourceConfig;
-    use datafusion::datasource::source::DataSourceExec;
     use datafusion::physical_plan::statistics::{StatisticsArgs, StatisticsContext};
-    if let Some(memory) = source
-        .downcast_ref::<DataSourceExec>()
-        .and_then(|scan| scan.data_source().downcast_ref::<MemorySourceConfig>())
-    {
+    if let Some(memory) = crate::memory_table::memory_source(source.as_ref()) {
         return Some(
             memory
                 .partitions()

@@ -18,11 +18,10 @@ use std::sync::Arc;
 
 use datafusion::arrow::array::{Array, AsArray};
 use datafusion::arrow::datatypes::DataType;
-use datafusion::datasource::memory::MemorySourceConfig;
-use datafusion::datasource::source::DataSourceExec;
 use datafusion::physical_plan::ExecutionPlan;
 
 use crate::codegen::aggregate::AggregateSpec;
+use crate::memory_table::memory_source;
 
 /// Longest string the gatherer codes through its view cache.
 const SHORT_STRING_BYTES: usize = 12;
@@ -84,10 +83,7 @@ pub fn kept_for_shape(
 
 /// The first non-empty batch of `source` when it scans an in-memory table.
 fn first_batch(source: &Arc<dyn ExecutionPlan>) -> Option<datafusion::arrow::array::RecordBatch> {
-    let memory = source
-        .downcast_ref::<DataSourceExec>()?
-        .data_source()
-        .downcast_ref::<MemorySourceConfig>()?;
+    let memory = memory_source(source.as_ref())?;
     memory
         .partitions()
         .iter()

@@ -3,6 +3,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use aether_exec::memory_table::CachedStatsMemTable;
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::datasource::MemTable;
 
@@ -99,7 +100,11 @@ pub fn register_tpch(context: &AetherContext, scale_factor: f64) -> Result<TpchL
     let mut rows = 0;
     for generated in generate_tpch(scale_factor, partitions, available_threads())? {
         rows += generated.num_rows();
-        let table = MemTable::try_new(generated.table.schema(), generated.partitions)?;
+        // Statistics cached per batch: planning asks for them many times.
+        let table = CachedStatsMemTable::new(MemTable::try_new(
+            generated.table.schema(),
+            generated.partitions,
+        )?);
         session.deregister_table(generated.table.name())?;
         session.register_table(generated.table.name(), Arc::new(table))?;
     }
