@@ -287,12 +287,27 @@ impl BatchFigures {
 }
 
 /// Per-batch figures of one table, keyed by the address of the batch's first array.
-#[derive(Debug, Default)]
+#[derive(Default)]
 struct BatchStatsCache {
     entries: Mutex<Entries>,
 }
 
-#[derive(Debug, Default)]
+/// Plans print their sources with `{:?}`; the cache shows its size, not its entries.
+impl fmt::Debug for BatchStatsCache {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // `try_lock`: printing must not wait on (or deadlock against) a computation.
+        let batches = self
+            .entries
+            .try_lock()
+            .map(|entries| entries.by_first_array.len())
+            .ok();
+        f.debug_struct("BatchStatsCache")
+            .field("batches", &batches)
+            .finish()
+    }
+}
+
+#[derive(Default)]
 struct Entries {
     by_first_array: HashMap<usize, BatchFigures>,
     /// Entries that were live at the last pruning; dead ones are dropped when the map

@@ -395,6 +395,9 @@ pub fn aggregate_kernels(spec: &AggregateSpec) -> Result<AggregateKernels, Vec<P
     // Aggregate arguments and accumulators. Calls that need the same accumulator of the
     // same value share it (TPC-H Q1's AVG(x) and SUM(x) keep one sum and one count), so
     // each row updates it once: the fold kernel is bound by these shared-memory updates.
+    // The key is the generated text of the value and its validity, which names the same
+    // value only because that text has no side effects and every update is emitted in
+    // the one scope after the pipeline's body.
     let mut layout = AccLayout::new();
     let mut updates = String::new();
     let mut shared_accs: HashMap<(AccKind, String, String), Acc> = HashMap::new();
