@@ -3,8 +3,9 @@
 //! DataFusion's `MemorySourceConfig` computes a scan's statistics (rows, bytes, null
 //! counts) by visiting every batch each time a plan node asks, and while one query is
 //! planned its filters, projections and optimizer rules ask many times: with TPC-H's
-//! lineitem at SF10 in 915 batches that was about 4 ms of Q1's planning, more than the
-//! rest of it. [`CachedStatsMemTable`] wraps DataFusion's `MemTable`; its scans are
+//! lineitem at SF10 in 915 batches that was about 4 ms of Q1's planning on a 2-core
+//! build machine (docs/benchmarks.md). [`CachedStatsMemTable`] wraps DataFusion's
+//! `MemTable`; its scans are
 //! `DataSourceExec`s over a [`CachedStatsMemorySource`], which delegates everything to
 //! the `MemorySourceConfig` inside except statistics. Those come from per-batch figures
 //! kept in a cache the table's scans share, keyed by the identity of the batch's arrays
