@@ -16,6 +16,7 @@
 use std::any::Any;
 use std::collections::HashMap;
 use std::fmt;
+use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::{Arc, Mutex, Weak};
 
 use async_trait::async_trait;
@@ -62,6 +63,26 @@ impl CachedStatsMemTable {
             inner,
             cache: Arc::default(),
         }
+    }
+
+    /// A fingerprint of the table's contents: the length and the arrays of every batch
+    /// of every partition. Arrow arrays are immutable and every insert, delete or
+    /// update adds or replaces batches, so equal fingerprints mean the same rows for as
+    /// long as the arrays fingerprinted are kept alive (their addresses are not reused
+    /// while something holds them, as a plan over them does).
+    pub async fn content_fingerprint(&self) -> u64 {
+        let mut hasher = DefaultHasher::new();
+        for partition in &self.inner.batches {
+            let batches = partition.read().await;
+            batches.len().hash(&mut hasher);
+            for batch in batches.iter() {
+                batch.num_rows().hash(&mut hasher);
+                for column in batch.columns() {
+                    (Arc::as_ptr(column) as *const u8 as usize).hash(&mut hasher);
+                }
+            }
+        }
+        hasher.finish()
     }
 }
 

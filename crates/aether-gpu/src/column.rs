@@ -213,12 +213,22 @@ impl DeviceBatch {
     }
 
     /// Copies every column back and rebuilds the record batch.
+    ///
+    /// A small batch (an aggregate's groups) comes back in one copy: its buffers are
+    /// first gathered into one device allocation by copies queued on the stream. A copy
+    /// to pageable memory waits for the stream, so copying buffer by buffer cost a
+    /// round trip each: Q1's 4 groups in 13 columns took 26 of them, about 0.5 ms on
+    /// the H200 host. A large batch is copied buffer by buffer, where the round trips
+    /// are small next to the bytes and no second device copy is needed.
     pub fn download(&self, device: &GpuDevice) -> Result<RecordBatch, DeviceError> {
-        let columns = self
-            .columns
-            .iter()
-            .map(|column| column.download(device))
-            .collect::<Result<Vec<_>, _>>()?;
+        let columns = if self.device_bytes() <= PACKED_DOWNLOAD_MAX_BYTES {
+            self.download_packed(device)?
+        } else {
+            self.columns
+                .iter()
+                .map(|column| column.download(device))
+                .collect::<Result<Vec<_>, _>>()?
+        };
         let options = RecordBatchOptions::new().with_row_count(Some(self.num_rows));
         RecordBatch::try_new_with_options(Arc::clone(&self.schema), columns, &options)
             .map_err(|e| DeviceError::Internal(format!("rebuilding a batch from the GPU: {e}")))
@@ -228,4 +238,67 @@ impl DeviceBatch {
     pub fn device_bytes(&self) -> usize {
         self.columns.iter().map(DeviceColumn::device_bytes).sum()
     }
+
+    /// Every column, gathered on the device and copied back in one copy.
+    fn download_packed(&self, device: &GpuDevice) -> Result<Vec<ArrayRef>, DeviceError> {
+        let buffers: Vec<&DeviceBuffer> = self
+            .columns
+            .iter()
+            .flat_map(|c| [Some(&c.values), c.validity.as_ref(), c.offsets.as_ref()])
+            .flatten()
+            .collect();
+        // Each buffer starts on a 64-byte boundary, as Arrow allocates its own.
+        let mut offsets = Vec::with_capacity(buffers.len());
+        let mut total = 0;
+        for buffer in &buffers {
+            offsets.push(total);
+            total += buffer.len.next_multiple_of(64);
+        }
+        let mut packed = DeviceBuffer::alloc(device, "download", total)?;
+        let stream = device.stream();
+        for (buffer, &offset) in buffers.iter().zip(&offsets) {
+            if buffer.len > 0 {
+                let source = buffer.slice.slice(..buffer.len);
+                let mut target = packed.slice.slice_mut(offset..offset + buffer.len);
+                stream
+                    .memcpy_dtod(&source, &mut target)
+                    .map_err(DeviceError::driver("gathering a batch on the GPU"))?;
+            }
+        }
+        let mut bytes = MutableBuffer::from_len_zeroed(total);
+        if total > 0 {
+            stream
+                .memcpy_dtoh(&packed.slice.slice(..total), bytes.as_slice_mut())
+                .map_err(DeviceError::driver("copying from the GPU"))?;
+        }
+        let host = Buffer::from(bytes);
+        let mut slices = buffers
+            .iter()
+            .zip(&offsets)
+            .map(|(buffer, &offset)| host.slice_with_length(offset, buffer.len));
+        let mut take = || {
+            slices
+                .next()
+                .ok_or_else(|| DeviceError::Internal("a downloaded buffer went missing".into()))
+        };
+        let mut columns = Vec::with_capacity(self.columns.len());
+        for column in &self.columns {
+            let values = take()?;
+            let validity = column.validity.as_ref().map(|_| take()).transpose()?;
+            let offsets = column.offsets.as_ref().map(|_| take()).transpose()?;
+            columns.push(from_device_layout(HostColumn {
+                data_type: column.data_type.clone(),
+                form: column.form.clone(),
+                len: column.len,
+                null_count: column.null_count,
+                values,
+                validity,
+                offsets,
+            })?);
+        }
+        Ok(columns)
+    }
 }
+
+/// Largest batch [`DeviceBatch::download`] gathers into one copy.
+const PACKED_DOWNLOAD_MAX_BYTES: usize = 16 << 20;

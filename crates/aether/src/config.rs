@@ -80,6 +80,13 @@ pub const KEYS: &[KeySpec] = &[
         effect: KeyEffect::Active,
     },
     KeySpec {
+        name: "sql.planCache.enabled",
+        rapids_alias: None,
+        default: "true",
+        description: "Reuse the physical plan of a query run again unchanged (same text, settings and table contents).",
+        effect: KeyEffect::Active,
+    },
+    KeySpec {
         name: "gpu.batchSizeBytes",
         rapids_alias: Some("spark.rapids.sql.batchSizeBytes"),
         default: "1073741824",
@@ -203,6 +210,7 @@ pub struct AetherConfig {
     pub gpu_enabled: bool,
     pub sql_explain: ExplainLevel,
     pub sql_mode: SqlMode,
+    pub sql_plan_cache: bool,
     pub gpu_batch_size_bytes: u64,
     pub gpu_concurrent_tasks: u32,
     pub gpu_memory_alloc_fraction: f64,
@@ -217,6 +225,7 @@ impl Default for AetherConfig {
             gpu_enabled: true,
             sql_explain: ExplainLevel::NotOnGpu,
             sql_mode: SqlMode::ExecuteOnGpu,
+            sql_plan_cache: true,
             gpu_batch_size_bytes: 0,
             gpu_concurrent_tasks: 0,
             gpu_memory_alloc_fraction: 0.0,
@@ -242,6 +251,7 @@ impl AetherConfig {
             "gpu.enabled" => self.gpu_enabled.to_string(),
             "sql.explain" => self.sql_explain.to_string(),
             "sql.mode" => self.sql_mode.to_string(),
+            "sql.planCache.enabled" => self.sql_plan_cache.to_string(),
             "gpu.batchSizeBytes" => self.gpu_batch_size_bytes.to_string(),
             "gpu.concurrentTasks" => self.gpu_concurrent_tasks.to_string(),
             "gpu.memory.allocFraction" => self.gpu_memory_alloc_fraction.to_string(),
@@ -271,6 +281,9 @@ impl AetherConfig {
             "sql.mode" => {
                 self.sql_mode =
                     SqlMode::parse(value).ok_or_else(|| invalid("executeOnGPU or explainOnly"))?
+            }
+            "sql.planCache.enabled" => {
+                self.sql_plan_cache = value.parse().map_err(|_| invalid("true or false"))?
             }
             "gpu.batchSizeBytes" => {
                 self.gpu_batch_size_bytes =

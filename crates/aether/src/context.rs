@@ -18,12 +18,14 @@ use datafusion::common::config::ConfigOptions;
 use datafusion::execution::SessionStateBuilder;
 use datafusion::execution::context::{SessionConfig, SessionContext};
 use datafusion::logical_expr::{LogicalPlan, SetVariable, Statement};
+use datafusion::physical_plan::execution_plan::reset_plan_states;
 use datafusion::physical_plan::{ExecutionPlan, displayable};
 use datafusion::sql::parser::{DFParserBuilder, Statement as DFStatement};
 use datafusion::sql::sqlparser::dialect::dialect_from_str;
 
 use crate::config::{self, AetherConfig, ExplainLevel, KeyEffect, SqlMode};
 use crate::error::{AetherError, Result};
+use crate::plan_cache::{self, CachedPlan, PlanCache};
 
 /// A `key=value` setting as given to `--conf`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -77,6 +79,7 @@ pub struct AetherContext {
     session: SessionContext,
     placement: Arc<GpuPlacement>,
     gpu: Arc<GpuState>,
+    plans: Arc<PlanCache>,
 }
 
 /// What the placement rule of one context shares with it.
@@ -167,6 +170,7 @@ impl AetherContext {
             session: SessionContext::new_with_state(state),
             placement,
             gpu,
+            plans: Arc::default(),
         }
     }
 
@@ -293,7 +297,24 @@ impl AetherContext {
     pub async fn script(&self, sql: &str, mode: ScriptMode) -> Result<ScriptOutput> {
         let mut output = ScriptOutput::default();
         for statement in self.parse(sql)? {
+            let cache_key = match mode {
+                ScriptMode::Run if self.aether_config().sql_plan_cache => {
+                    let resident = self.gpu.resident.load(Ordering::Relaxed);
+                    plan_cache::plan_key(&self.session, &statement, resident).await
+                }
+                ScriptMode::Run | ScriptMode::Explain => None,
+            };
+            if let Some(cached) = cache_key.as_ref().and_then(|key| self.plans.get(key)) {
+                let reusing = std::time::Instant::now();
+                let physical = reset_plan_states(cached.plan)?;
+                aether_exec::trace::phase("cached plan", reusing, String::new);
+                output.batches = self.execute_placed(physical).await?;
+                output.schema = Some(cached.schema);
+                output.placements.push(cached.report);
+                continue;
+            }
             let plan = self.plan_statement(statement).await?;
+            let cache_key = cache_key.filter(|_| plan_cache::is_time_independent(&plan));
             if let LogicalPlan::Statement(Statement::SetVariable(set)) = &plan {
                 output.notices.extend(no_effect_notice(&set.variable));
             }
@@ -320,10 +341,18 @@ impl AetherContext {
                 let planning = std::time::Instant::now();
                 let (physical, report) = self.placed_plan(frame).await?;
                 aether_exec::trace::phase("physical planning", planning, String::new);
-                let running = std::time::Instant::now();
-                let mut batches =
-                    datafusion::physical_plan::collect(physical, self.session.task_ctx()).await?;
-                aether_exec::trace::phase("execution", running, String::new);
+                if let Some(key) = cache_key
+                    && explained.is_none()
+                    && plan_cache::is_rerunnable(&physical)
+                {
+                    let cached = CachedPlan {
+                        plan: Arc::clone(&physical),
+                        report: Arc::clone(&report),
+                        schema: Arc::clone(&schema),
+                    };
+                    self.plans.insert(key, cached);
+                }
+                let mut batches = self.execute_placed(physical).await?;
                 if let Some(inner) = explained {
                     batches.push(self.placement_rows(&inner, &schema).await?);
                 }
@@ -331,10 +360,25 @@ impl AetherContext {
                 output.schema = Some(schema);
                 output.placements.push(report);
             } else {
+                // DDL, DML and SET change what later queries mean or read.
+                self.plans.clear();
                 frame.collect().await?;
             }
         }
         Ok(output)
+    }
+
+    /// Runs a placed physical plan and returns its rows.
+    async fn execute_placed(&self, physical: Arc<dyn ExecutionPlan>) -> Result<Vec<RecordBatch>> {
+        let running = std::time::Instant::now();
+        let batches = datafusion::physical_plan::collect(physical, self.session.task_ctx()).await?;
+        aether_exec::trace::phase("execution", running, String::new);
+        Ok(batches)
+    }
+
+    /// Queries that ran from a cached plan (see [`crate::plan_cache`]).
+    pub fn plan_cache_hits(&self) -> u64 {
+        self.plans.hits()
     }
 
     /// The row SQL `EXPLAIN` adds to DataFusion's: the GPU placement report of the

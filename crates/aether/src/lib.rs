@@ -11,6 +11,7 @@ pub mod context;
 pub mod error;
 pub mod output;
 pub mod parallel;
+pub mod plan_cache;
 pub mod table_spec;
 pub mod tpch;
 

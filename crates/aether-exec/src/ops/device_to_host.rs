@@ -31,6 +31,10 @@ pub struct DeviceToHostExec {
     device: Arc<aether_gpu::GpuDevice>,
     /// The CPU plan computing the same rows, run if the GPU runs out of memory.
     fallback: Arc<dyn ExecutionPlan>,
+    /// Whether the segment is expected to return few rows (an aggregate whose sampled
+    /// group keys take few values), which the final aggregate above merges in one
+    /// partition rather than behind an exchange.
+    few_rows: bool,
     properties: Arc<PlanProperties>,
 }
 
@@ -56,8 +60,20 @@ impl DeviceToHostExec {
             input,
             device,
             fallback,
+            few_rows: false,
             properties: Arc::new(properties),
         }
+    }
+
+    /// The same exit, expected to return few rows or not (see [`Self::few_rows`]).
+    pub fn with_few_rows(mut self, few_rows: bool) -> Self {
+        self.few_rows = few_rows;
+        self
+    }
+
+    /// Whether the segment is expected to return few rows.
+    pub fn few_rows(&self) -> bool {
+        self.few_rows
     }
 }
 
@@ -102,11 +118,10 @@ impl ExecutionPlan for DeviceToHostExec {
         children: Vec<Arc<dyn ExecutionPlan>>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
         let input = super::only_child("DeviceToHostExec", children)?;
-        Ok(Arc::new(Self::new(
-            input,
-            Arc::clone(&self.device),
-            Arc::clone(&self.fallback),
-        )))
+        Ok(Arc::new(
+            Self::new(input, Arc::clone(&self.device), Arc::clone(&self.fallback))
+                .with_few_rows(self.few_rows),
+        ))
     }
 
     fn execute(

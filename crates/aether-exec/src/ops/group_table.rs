@@ -156,8 +156,14 @@ impl GroupTable {
     /// Reads the overflow counts of every batch in flight (one copy) and folds the rows
     /// that overflowed, growing the table as needed. Returns whether any row overflowed.
     fn settle(&mut self) -> Result<bool, DeviceError> {
+        Ok(self.settle_counting()?.0)
+    }
+
+    /// [`Self::settle`], also returning the group count when it was read (some batch
+    /// was in flight), which saves [`Self::emit`] another round trip.
+    fn settle_counting(&mut self) -> Result<(bool, Option<usize>), DeviceError> {
         if self.in_flight.is_empty() {
-            return Ok(false);
+            return Ok((false, None));
         }
         let start = std::time::Instant::now();
         let in_flight = std::mem::take(&mut self.in_flight);
@@ -174,7 +180,7 @@ impl GroupTable {
         crate::trace::phase("aggregate settle", start, || {
             format!("{} batches, {refolded} rows refolded", in_flight.len())
         });
-        Ok(refolded > 0)
+        Ok((refolded > 0, Some(groups)))
     }
 
     /// Folds the `overflowed` rows `batch` listed into a table holding `groups`
@@ -215,10 +221,13 @@ impl GroupTable {
 
     /// Writes one row per group in the aggregate's output layout.
     pub fn emit(&mut self, schema: &SchemaRef) -> Result<DeviceBatch, DeviceError> {
-        self.settle()?;
+        let settled_groups = self.settle_counting()?.1;
         let device = &self.device;
         let start = std::time::Instant::now();
-        let groups = self.read_counters(1)?[0] as usize;
+        let groups = match settled_groups {
+            Some(groups) => groups,
+            None => self.read_counters(1)?[0] as usize,
+        };
         let mut columns = Vec::with_capacity(schema.fields().len());
         let mut pointers = Vec::with_capacity(2 * schema.fields().len());
         for (field, source) in schema.fields().iter().zip(&self.kernels.outputs) {

@@ -8,12 +8,16 @@
 //! `DeviceToHostExec <- GpuHashAggregateExec <- Gpu{Project,Filter}Exec* <-
 //! HostToDeviceExec <- input`. Every node that stays on the CPU gets all its reasons.
 //!
+//! The final aggregate above a GPU segment then merges its partial groups in one
+//! partition rather than behind a hash exchange ([`single_partition`]).
+//!
 //! Without a device (no GPU, or `aether.sql.mode=explainOnly`) the same decisions are
 //! made and reported, and the plan is returned unchanged.
 
 mod cost;
 mod report;
 mod shape;
+mod single_partition;
 
 use std::fmt;
 use std::sync::{Arc, Mutex, Weak};
@@ -93,11 +97,13 @@ pub fn place(plan: Arc<dyn ExecutionPlan>, settings: &PlacementSettings) -> Resu
     let mut placer = Placer {
         settings,
         lines: Vec::new(),
+        spine: true,
+        last_segment_few_rows: false,
     };
     let placed = placer.visit(&plan, 0)?;
     report.lines = placer.lines;
     let plan = if settings.device.is_some() {
-        placed
+        single_partition::merge_gpu_partials_in_one_partition(placed)?
     } else {
         plan
     };
@@ -107,6 +113,11 @@ pub fn place(plan: Arc<dyn ExecutionPlan>, settings: &PlacementSettings) -> Resu
 struct Placer<'a> {
     settings: &'a PlacementSettings,
     lines: Vec<ReportLine>,
+    /// Whether every node above the one visited has one input, where an exchange
+    /// below a final aggregate over a GPU segment goes ([`single_partition`]).
+    spine: bool,
+    /// Whether the GPU segment placed last is expected to return few rows.
+    last_segment_few_rows: bool,
 }
 
 /// A partial aggregate's chain down to its input.
@@ -198,7 +209,55 @@ impl Placer<'_> {
         }
         self.line(depth, Mark::NotOnGpu, plan, reasons);
         self.expression_lines(plan, depth + 1);
+        if self.spine
+            && let Some(exchange) = single_partition::exchange_below_final(plan)
+        {
+            return self.visit_exchange(plan, exchange, depth + 1);
+        }
         self.visit_children(plan, depth + 1)
+    }
+
+    /// The exchange under a final aggregate on the spine: when what it reads becomes a
+    /// GPU segment expected to return few rows, the exchange goes (the report leaves
+    /// it out); otherwise it stays.
+    fn visit_exchange(
+        &mut self,
+        aggregate: &Arc<dyn ExecutionPlan>,
+        exchange: &Arc<dyn ExecutionPlan>,
+        depth: usize,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        let first = self.lines.len();
+        let [input] = exchange.children()[..] else {
+            return self.visit_children(aggregate, depth);
+        };
+        self.last_segment_few_rows = false;
+        let input = self.visit(input, depth)?;
+        let goes = self.last_segment_few_rows
+            && self
+                .lines
+                .get(first)
+                .is_some_and(|line| line.mark == Mark::OnGpu);
+        if !goes {
+            for line in &mut self.lines[first..] {
+                line.depth += 1;
+            }
+            let below = self.lines.split_off(first);
+            self.line(
+                depth,
+                Mark::NotOnGpu,
+                exchange,
+                vec![operator_reason(exchange)],
+            );
+            self.lines.extend(below);
+        }
+        let exchange = datafusion::physical_plan::replace_children_if_necessary(
+            Arc::clone(exchange),
+            vec![input],
+        )?;
+        datafusion::physical_plan::replace_children_if_necessary(
+            Arc::clone(aggregate),
+            vec![exchange],
+        )
     }
 
     fn visit_children(
@@ -206,11 +265,15 @@ impl Placer<'_> {
         plan: &Arc<dyn ExecutionPlan>,
         depth: usize,
     ) -> Result<Arc<dyn ExecutionPlan>> {
+        let spine = self.spine;
+        self.spine &= plan.children().len() <= 1;
         let children = plan
             .children()
             .into_iter()
             .map(|child| self.visit(child, depth))
-            .collect::<Result<Vec<_>>>()?;
+            .collect::<Result<Vec<_>>>();
+        self.spine = spine;
+        let children = children?;
         if children.is_empty() {
             return Ok(Arc::clone(plan));
         }
@@ -265,7 +328,9 @@ impl Placer<'_> {
                     self.line(depth + 1 + i, Mark::OnGpu, node, Vec::new());
                 }
                 let source_depth = depth + 1 + chain.len();
+                let few_rows = shape::few_groups(&spec, &source);
                 let new_source = self.visit(&source, source_depth)?;
+                self.last_segment_few_rows = few_rows;
                 let Some(device) = &self.settings.device else {
                     return Ok(aggregate);
                 };
@@ -297,11 +362,10 @@ impl Placer<'_> {
                     Arc::clone(&spec.output),
                     description,
                 ));
-                Ok(Arc::new(DeviceToHostExec::new(
-                    gpu,
-                    Arc::clone(device),
-                    aggregate,
-                )))
+                Ok(Arc::new(
+                    DeviceToHostExec::new(gpu, Arc::clone(device), aggregate)
+                        .with_few_rows(few_rows),
+                ))
             }
             Decision::Cpu(mark, reasons) => {
                 self.line(depth, mark, &aggregate, reasons);

@@ -19,6 +19,7 @@ use std::sync::Arc;
 use datafusion::arrow::array::{Array, AsArray};
 use datafusion::arrow::datatypes::DataType;
 use datafusion::physical_plan::ExecutionPlan;
+use datafusion::physical_plan::repartition::RepartitionExec;
 
 use crate::codegen::aggregate::AggregateSpec;
 use crate::memory_table::memory_source;
@@ -79,6 +80,30 @@ pub fn kept_for_shape(
         }
     }
     None
+}
+
+/// Whether the aggregate `spec` describes should make few groups: it has group keys,
+/// and each is a string column of the in-memory table `source` scans whose first rows
+/// hold few distinct values (TPC-H Q1's flags). A sample, not a bound: it decides only
+/// how the groups are merged ([`super::single_partition`]), never a result.
+pub fn few_groups(spec: &AggregateSpec, source: &Arc<dyn ExecutionPlan>) -> bool {
+    if spec.keys.is_empty() {
+        return false;
+    }
+    // A scan with fewer partitions than cores reads through a round-robin exchange.
+    let mut scan = source;
+    while let Some(exchange) = scan.downcast_ref::<RepartitionExec>() {
+        scan = exchange.input();
+    }
+    let Some(first) = first_batch(scan) else {
+        return false;
+    };
+    spec.keys.iter().all(|key| {
+        let any: &dyn datafusion::physical_expr::PhysicalExpr = key.as_ref();
+        any.downcast_ref::<datafusion::physical_expr::expressions::Column>()
+            .and_then(|column| first.column_by_name(column.name()))
+            .is_some_and(|column| short_and_few(column.as_ref()))
+    })
 }
 
 /// The first non-empty batch of `source` when it scans an in-memory table.
