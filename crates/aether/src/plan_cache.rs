@@ -98,14 +98,6 @@ impl PlanCache {
     pub fn hits(&self) -> u64 {
         self.hits.load(Ordering::Relaxed)
     }
-
-    pub fn len(&self) -> usize {
-        self.entries.lock().map_or(0, |entries| entries.len())
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
 }
 
 /// The key of `statement` in `session`, or `None` when its plan must not be reused: it
