@@ -6,16 +6,20 @@
 //!   largest value for MIN, the smallest for MAX) into every slot of a new table;
 //! - `aether_agg` runs the fused pipeline over the rows of a batch and folds each kept
 //!   row into its group. Groups live in an open-addressing hash table in device memory
-//!   (keys packed into 64-bit words, NULL flags in one more word, so SQL's "NULLs group
-//!   together" is plain word equality). Each block first folds into a small table in
-//!   shared memory and merges it into the device table once at the end, which keeps
-//!   few-group aggregates (TPC-H Q1's four groups) from serializing on a handful of
-//!   global atomics. A row whose group cannot be inserted because the table is half
+//!   (keys packed into 64-bit words, NULL flags in one more word when a key can be
+//!   NULL, so SQL's "NULLs group together" is plain word equality). Each block first
+//!   folds into a small table in shared memory and merges it into the device table
+//!   once at the end, which keeps few-group aggregates (TPC-H Q1's four groups) from
+//!   serializing on a handful of global atomics. A row whose group cannot be inserted because the table is half
 //!   full is written to an overflow list instead; the host grows the table and runs the
 //!   kernel again over those rows only, so any number of groups works;
 //! - `aether_agg_rehash` moves every group into a larger table;
 //! - `aether_agg_emit` writes one row per group in DataFusion's partial-aggregate
 //!   layout (group keys, then each function's state), as device columns.
+//!
+//! Without group keys each thread folds its rows in registers; a warp's threads then
+//! fold together through shuffles, and one lane per warp merges into the block's
+//! accumulators.
 //!
 //! Sums of decimals are exact 128-bit integers (two 64-bit atomics with the carry
 //! propagated), integer sums wrap as DataFusion's do, float MIN/MAX follow Arrow's
@@ -221,6 +225,50 @@ __device__ __forceinline__ void aggl_add_i128(unsigned char* a, __int128 v) {
     ((u64*)a)[1] = (u64)((unsigned __int128)sum >> 64);
 }
 
+// Warp-wide folds of one thread's accumulators into lane 0's (all 32 lanes call).
+__device__ __forceinline__ void aggw_add_u64(unsigned char* a) {
+    u64 v = *(u64*)a;
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    *(u64*)a = v;
+}
+__device__ __forceinline__ void aggw_add_f64(unsigned char* a) {
+    double v = *(double*)a;
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    *(double*)a = v;
+}
+__device__ __forceinline__ void aggw_add_i128(unsigned char* a) {
+    u64 lo = ((u64*)a)[0], hi = ((u64*)a)[1];
+    for (int o = 16; o > 0; o >>= 1) {
+        const u64 other_lo = __shfl_xor_sync(0xffffffffu, lo, o);
+        const u64 other_hi = __shfl_xor_sync(0xffffffffu, hi, o);
+        const u64 sum = lo + other_lo;
+        hi += other_hi + (sum < lo ? 1ULL : 0ULL);
+        lo = sum;
+    }
+    ((u64*)a)[0] = lo;
+    ((u64*)a)[1] = hi;
+}
+__device__ __forceinline__ void aggw_min_i64(unsigned char* a) {
+    long long v = *(long long*)a;
+    for (int o = 16; o > 0; o >>= 1) v = min(v, (long long)__shfl_xor_sync(0xffffffffu, v, o));
+    *(long long*)a = v;
+}
+__device__ __forceinline__ void aggw_max_i64(unsigned char* a) {
+    long long v = *(long long*)a;
+    for (int o = 16; o > 0; o >>= 1) v = max(v, (long long)__shfl_xor_sync(0xffffffffu, v, o));
+    *(long long*)a = v;
+}
+__device__ __forceinline__ void aggw_min_u64(unsigned char* a) {
+    u64 v = *(u64*)a;
+    for (int o = 16; o > 0; o >>= 1) v = min(v, (u64)__shfl_xor_sync(0xffffffffu, v, o));
+    *(u64*)a = v;
+}
+__device__ __forceinline__ void aggw_max_u64(unsigned char* a) {
+    u64 v = *(u64*)a;
+    for (int o = 16; o > 0; o >>= 1) v = max(v, (u64)__shfl_xor_sync(0xffffffffu, v, o));
+    *(u64*)a = v;
+}
+
 // Arrow's total order of floats as unsigned 64-bit keys.
 __device__ __forceinline__ u64 agg_order_key(double v) {
     const u64 bits = (u64)__double_as_longlong(v);
@@ -392,12 +440,14 @@ pub fn aggregate_kernels(spec: &AggregateSpec) -> Result<AggregateKernels, Vec<P
             None => ok = false,
         }
     }
+    // NULL flags take one more word, only when a key can be NULL: the probe compares
+    // every word of a row's key.
+    let nullable_keys = spec
+        .keys
+        .iter()
+        .any(|key| key.nullable(&spec.aggregate_input).unwrap_or(true));
     let null_word = key_word_count;
-    let key_words = if spec.keys.is_empty() {
-        0
-    } else {
-        key_word_count + 1
-    };
+    let key_words = key_word_count + usize::from(nullable_keys);
 
     // Aggregate arguments and accumulators. Calls that need the same accumulator of the
     // same value share it (TPC-H Q1's AVG(x) and SUM(x) keep one sum and one count), so
@@ -550,7 +600,11 @@ pub fn aggregate_kernels(spec: &AggregateSpec) -> Result<AggregateKernels, Vec<P
             ok = false;
             continue;
         };
-        let valid = format!("((keys[{null_word}] >> {k}) & 1ULL) == 0ULL");
+        let valid = if nullable_keys {
+            format!("((keys[{null_word}] >> {k}) & 1ULL) == 0ULL")
+        } else {
+            "true".to_string()
+        };
         let value_expr = if words == 2 {
             format!(
                 "(__int128)(((unsigned __int128)keys[{}] << 64) | (unsigned __int128)keys[{word}])",
@@ -639,7 +693,7 @@ pub fn aggregate_kernels(spec: &AggregateSpec) -> Result<AggregateKernels, Vec<P
         }
         null_flags.push(format!("({} ? 0ULL : {}ULL)", value.valid, 1u64 << k));
     }
-    if key_words > 0 {
+    if nullable_keys {
         let _ = writeln!(
             key_setup,
             "        key[{null_word}] = {};",
@@ -685,9 +739,25 @@ pub fn aggregate_kernels(spec: &AggregateSpec) -> Result<AggregateKernels, Vec<P
             )
         })
         .collect::<String>();
+    let warp_fold = layout
+        .accs
+        .iter()
+        .map(|acc| {
+            let name = match acc.kind {
+                AccKind::AddU64 => "aggw_add_u64",
+                AccKind::AddI128 => "aggw_add_i128",
+                AccKind::AddF64 => "aggw_add_f64",
+                AccKind::MinI64 => "aggw_min_i64",
+                AccKind::MaxI64 => "aggw_max_i64",
+                AccKind::MinF => "aggw_min_u64",
+                AccKind::MaxF => "aggw_max_u64",
+            };
+            format!("    {name}(a + {});\n", acc.offset)
+        })
+        .collect::<String>();
     let rows_update = ROWS.kind.update(&acc_at(ROWS), "1ULL");
-    let body = compiler.body();
-    let fold_kernel = if key_words == 0 {
+    let body = &compiler.body();
+    let fold_kernel = if spec.keys.is_empty() {
         // One group: each thread folds its rows into its own accumulators (registers),
         // then once into the block's, then the block once into the device table.
         let local = |text: &str| {
@@ -713,6 +783,10 @@ __device__ __forceinline__ void agg_init_slot(unsigned char* a) {{
 
 __device__ __forceinline__ void agg_merge_slot(unsigned char* dst, const unsigned char* src) {{
 {merge}}}
+
+// Folds a thread's accumulators over its warp into lane 0's (every lane calls).
+__device__ __forceinline__ void agg_warp_fold(unsigned char* a) {{
+{warp_fold}}}
 
 extern "C" __global__ void {AGG_INIT_ENTRY}(unsigned char* acc, long long slots) {{
     const long long stride = (long long)gridDim.x * blockDim.x;
@@ -794,7 +868,10 @@ fn global_fold_kernel(body: &str, rows_update: &str, updates: &str) -> String {
         const long long row = row_ids ? (long long)row_ids[i] : i;
 {body}        {rows_update}
 {updates}    }}
-    if (*(const u64*)my > 0ULL) agg_merge_slot(block_acc, my);
+    // Lane 0 of each warp folds the warp's accumulators (shuffles, no atomics), so
+    // the block's accumulators take one update per warp instead of one per thread.
+    agg_warp_fold(my);
+    if ((threadIdx.x & 31) == 0 && *(const u64*)my > 0ULL) agg_merge_slot(block_acc, my);
     __syncthreads();
     if (threadIdx.x == 0 && *(const u64*)block_acc > 0ULL) {{
         // The one group always fits: the table holds at least two slots per group.
@@ -975,6 +1052,8 @@ mod tests {
         assert_eq!((sums, counts), (2, 2), "{}", kernels.source);
         // Row count, x's sum, y's count, y's sum (sums 16-byte aligned).
         assert_eq!(kernels.acc_bytes, 64);
+        // The key cannot be NULL, so it takes no NULL-flag word.
+        assert_eq!(kernels.key_words, 1);
         assert_eq!(kernels.outputs.len(), 5);
     }
 }

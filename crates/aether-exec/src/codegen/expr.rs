@@ -77,6 +77,8 @@ pub struct ExprCompiler {
     schema: SchemaRef,
     bindings: Vec<Binding>,
     loaded: HashMap<usize, Value>,
+    /// Input loads, placed ahead of every other statement (see [`Self::body`]).
+    loads: String,
     body: String,
     next: usize,
     reasons: Vec<PlacementReason>,
@@ -129,6 +131,7 @@ impl ExprCompiler {
             input,
             bindings,
             loaded: HashMap::new(),
+            loads: String::new(),
             body: String::new(),
             next: 0,
             reasons: Vec::new(),
@@ -185,9 +188,12 @@ impl ExprCompiler {
         let _ = self.refuse(reason);
     }
 
-    /// The statements emitted so far.
-    pub fn body(&self) -> &str {
-        &self.body
+    /// The statements emitted so far, every input load first. A filter stage ends
+    /// with `continue`, and a load placed after it would wait for the loads the filter
+    /// read: one DRAM round trip per stage. Loaded up front, a row's columns are in
+    /// flight together (each load reads inside its column, whatever the filters keep).
+    pub fn body(&self) -> String {
+        format!("{}{}", self.loads, self.body)
     }
 
     /// Every reason found so far that the expression cannot run on the GPU.
@@ -204,17 +210,25 @@ impl ExprCompiler {
 
     /// Declares a new value: `const T xN = value; const bool vN = valid;`.
     fn emit(&mut self, ty: CudaType, value: &str, valid: &str) -> Value {
+        let (declared, statement) = self.declare(ty, value, valid);
+        self.body.push_str(&statement);
+        declared
+    }
+
+    /// A new value's name and the statement declaring it.
+    fn declare(&mut self, ty: CudaType, value: &str, valid: &str) -> (Value, String) {
         let n = self.next;
         self.next += 1;
-        self.body.push_str(&format!(
+        let statement = format!(
             "        const bool v{n} = {valid};\n        const {} x{n} = {value};\n",
             ty.c_name()
-        ));
-        Value {
+        );
+        let declared = Value {
             value: format!("x{n}"),
             valid: format!("v{n}"),
             ty,
-        }
+        };
+        (declared, statement)
     }
 
     /// Compiles `expr`; `None` when it (or a child) is unsupported, with the reasons
@@ -312,7 +326,8 @@ impl ExprCompiler {
         } else {
             format!("((const {}*)columns[{}])[row]", ty.c_name(), 2 * index)
         };
-        let value = self.emit(ty, &value, &valid);
+        let (value, statement) = self.declare(ty, &value, &valid);
+        self.loads.push_str(&statement);
         self.loaded.insert(index, value.clone());
         Some(value)
     }

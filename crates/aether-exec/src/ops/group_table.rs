@@ -32,6 +32,9 @@ use crate::codegen::expr::DictionaryLookup;
 
 const OWNER: &str = "GpuHashAggregateExec";
 const THREADS: u32 = 256;
+/// Most blocks of the fold kernel per multiprocessor, without and with group keys.
+const KEYLESS_BLOCKS_PER_MULTIPROCESSOR: usize = 4;
+const KEYED_BLOCKS_PER_MULTIPROCESSOR: usize = 32;
 const FIRST_SLOTS: usize = 1 << 10;
 /// Batches folded before their overflow counts are read.
 const MAX_IN_FLIGHT: usize = 64;
@@ -361,7 +364,18 @@ impl GroupTable {
         let device = &self.device;
         let counters = self.counters.address(device);
         let table = &self.table;
+        // Blocks a multiprocessor gets: a global aggregate's threads fold many rows each
+        // in registers and merge once, so one wave of blocks is enough; a keyed fold's
+        // rows each wait on shared-memory atomics, which more blocks in flight hide.
+        // Measured on the H200 (TPC-H Q6 and Q1 at SF10, docs/benchmarks.md).
+        let blocks_per_multiprocessor = if self.kernels.key_words == 0 {
+            KEYLESS_BLOCKS_PER_MULTIPROCESSOR
+        } else {
+            KEYED_BLOCKS_PER_MULTIPROCESSOR
+        };
+        let most = blocks_per_multiprocessor * device.info().multiprocessors.max(1) as usize;
         let mut config = grid_for(device, rows, THREADS);
+        config.grid_dim.0 = rows.div_ceil(THREADS as usize).clamp(1, most) as u32;
         config.shared_mem_bytes = 0;
         let row_ids = match row_ids {
             Some(ids) => KernelArg::Buffer(ids),
