@@ -10,9 +10,10 @@
 //!   NULL, so SQL's "NULLs group together" is plain word equality). Each block first
 //!   folds into a small table in shared memory and merges it into the device table
 //!   once at the end, which keeps few-group aggregates (TPC-H Q1's four groups) from
-//!   serializing on a handful of global atomics. A row whose group cannot be inserted because the table is half
-//!   full is written to an overflow list instead; the host grows the table and runs the
-//!   kernel again over those rows only, so any number of groups works;
+//!   serializing on a handful of global atomics. A row whose group cannot be inserted
+//!   because the table is half full is written to an overflow list instead; the host
+//!   grows the table and runs the kernel again over those rows only, so any number of
+//!   groups works;
 //! - `aether_agg_rehash` moves every group into a larger table;
 //! - `aether_agg_emit` writes one row per group in DataFusion's partial-aggregate
 //!   layout (group keys, then each function's state), as device columns.
