@@ -22,6 +22,10 @@
 //! fold together through shuffles, and one lane per warp merges into the block's
 //! accumulators.
 //!
+//! The fold kernel takes its column pointers as parameters, after the fixed ones: the
+//! GPU reads parameters from its constant bank, so finding a row's column costs no
+//! load (a table of pointers in device memory cost one load per column a row).
+//!
 //! Sums of decimals are exact 128-bit integers (two 64-bit atomics with the carry
 //! propagated), integer sums wrap as DataFusion's do, float MIN/MAX follow Arrow's
 //! total order (`-NaN < -inf < ... < -0.0 < 0.0 < ... < inf < NaN`).
@@ -40,7 +44,9 @@ use std::sync::Arc;
 use datafusion::arrow::datatypes::{DataType, FieldRef, SchemaRef};
 use datafusion::physical_expr::PhysicalExpr;
 
-use super::expr::{DATE_PRELUDE, DictionaryLookup, ExprCompiler, Value};
+use super::expr::{
+    DATE_PRELUDE, DictionaryLookup, ExprCompiler, MAX_COLUMN_SLOTS, Value, column_params,
+};
 use super::kernel::PRELUDE;
 use super::pipeline::{Stage, compile_stages};
 use super::types::CudaType;
@@ -123,6 +129,9 @@ pub struct AggregateKernels {
     pub source: String,
     /// 64-bit words a group key takes in the table (values, then one NULL-flag word).
     pub key_words: usize,
+    /// Column pointers the fold kernel takes after its fixed parameters
+    /// ([`ExprCompiler::column_slots`]).
+    pub column_slots: usize,
     /// Bytes of accumulators per group (a multiple of 16).
     pub acc_bytes: usize,
     pub outputs: Vec<OutputSource>,
@@ -668,6 +677,15 @@ pub fn aggregate_kernels(spec: &AggregateSpec) -> Result<AggregateKernels, Vec<P
         );
         outputs.push(OutputSource::State);
     }
+    let column_slots = compiler.column_slots();
+    if column_slots > MAX_COLUMN_SLOTS {
+        compiler.add_reason(unsupported(format!(
+            "the aggregate reads {} input columns and lookup tables; a GPU kernel takes at most {}",
+            column_slots / 2,
+            MAX_COLUMN_SLOTS / 2
+        )));
+        ok = false;
+    }
     if !ok {
         let mut reasons = compiler.reasons().to_vec();
         if reasons.is_empty() {
@@ -758,6 +776,7 @@ pub fn aggregate_kernels(spec: &AggregateSpec) -> Result<AggregateKernels, Vec<P
         .collect::<String>();
     let rows_update = ROWS.kind.update(&acc_at(ROWS), "1ULL");
     let body = &compiler.body();
+    let params = column_params(column_slots);
     let fold_kernel = if spec.keys.is_empty() {
         // One group: each thread folds its rows into its own accumulators (registers),
         // then once into the block's, then the block once into the device table.
@@ -767,9 +786,9 @@ pub fn aggregate_kernels(spec: &AggregateSpec) -> Result<AggregateKernels, Vec<P
                 .replace("agg_min_", "aggl_min_")
                 .replace("agg_max_", "aggl_max_")
         };
-        global_fold_kernel(body, &local(&rows_update), &local(&updates))
+        global_fold_kernel(&params, body, &local(&rows_update), &local(&updates))
     } else {
-        keyed_fold_kernel(body, &key_setup, &rows_update, &updates)
+        keyed_fold_kernel(&params, body, &key_setup, &rows_update, &updates)
     };
     let source = format!(
         r#"{PRELUDE}{DATE_PRELUDE}
@@ -828,6 +847,7 @@ extern "C" __global__ void {AGG_EMIT_ENTRY}(const u64* state, const u64* table_k
     Ok(AggregateKernels {
         source,
         key_words,
+        column_slots,
         acc_bytes,
         outputs,
         lookups: compiler.lookups().to_vec(),
@@ -853,12 +873,11 @@ fn state_fits(kind: AccKind, arg: CudaType, is_count: bool, data_type: &DataType
 }
 
 /// The fold kernel of an aggregate without group keys.
-fn global_fold_kernel(body: &str, rows_update: &str, updates: &str) -> String {
+fn global_fold_kernel(params: &str, body: &str, rows_update: &str, updates: &str) -> String {
     format!(
-        r#"extern "C" __global__ void {AGG_ENTRY}(const u64* __restrict__ columns, long long rows,
-        const unsigned* __restrict__ row_ids, u64* state, u64* keys, unsigned char* acc,
-        long long mask, long long max_fill, u64* group_count, u64* overflow_count,
-        unsigned* overflow) {{
+        r#"extern "C" __global__ void {AGG_ENTRY}(long long rows, const unsigned* __restrict__ row_ids,
+        u64* state, u64* keys, unsigned char* acc, long long mask, long long max_fill,
+        u64* group_count, u64* overflow_count, unsigned* overflow{params}) {{
     __shared__ __align__(16) unsigned char block_acc[AGG_ACC_BYTES];
     __align__(16) unsigned char my[AGG_ACC_BYTES];
     agg_init_slot(my);
@@ -892,12 +911,17 @@ fn global_fold_kernel(body: &str, rows_update: &str, updates: &str) -> String {
 /// memory, keyed by the full key, catches the groups a block sees most; the device
 /// table is probed once per new group per block (and by rows that find the local table
 /// crowded).
-fn keyed_fold_kernel(body: &str, key_setup: &str, rows_update: &str, updates: &str) -> String {
+fn keyed_fold_kernel(
+    params: &str,
+    body: &str,
+    key_setup: &str,
+    rows_update: &str,
+    updates: &str,
+) -> String {
     format!(
-        r#"extern "C" __global__ void {AGG_ENTRY}(const u64* __restrict__ columns, long long rows,
-        const unsigned* __restrict__ row_ids, u64* state, u64* keys, unsigned char* acc,
-        long long mask, long long max_fill, u64* group_count, u64* overflow_count,
-        unsigned* overflow) {{
+        r#"extern "C" __global__ void {AGG_ENTRY}(long long rows, const unsigned* __restrict__ row_ids,
+        u64* state, u64* keys, unsigned char* acc, long long mask, long long max_fill,
+        u64* group_count, u64* overflow_count, unsigned* overflow{params}) {{
     __shared__ u64 local_tag[AGG_LOCAL_SLOTS];
     __shared__ long long local_slot[AGG_LOCAL_SLOTS];
     __shared__ u64 local_keys[AGG_LOCAL_SLOTS * AGG_KEY_WORDS_ALLOC];

@@ -122,6 +122,24 @@ fn int128_literal(v: i128) -> String {
     format!("((__int128)((((unsigned __int128){high}ULL) << 64) | (unsigned __int128){low}ULL))")
 }
 
+/// The most column pointers a kernel takes as parameters: CUDA's parameter space is 4
+/// KiB, of which a kernel's other parameters take under 128 bytes.
+pub const MAX_COLUMN_SLOTS: usize = 496;
+
+/// The variable holding column pointer `slot` in generated code: a kernel parameter
+/// (see [`column_params`]), which the GPU reads from its constant bank, so a row's
+/// loads need no memory read to find their column.
+pub fn column_word(slot: usize) -> String {
+    format!("col{slot}")
+}
+
+/// The parameter list declaring column pointers `0..slots` (each preceded by a comma).
+pub fn column_params(slots: usize) -> String {
+    (0..slots)
+        .map(|slot| format!(", const u64 {}", column_word(slot)))
+        .collect()
+}
+
 impl ExprCompiler {
     /// A compiler for expressions over the kernel's input columns, `input`.
     pub fn new(input: SchemaRef) -> Self {
@@ -143,6 +161,12 @@ impl ExprCompiler {
     /// columns in the kernel's column pointers, in this order.
     pub fn lookups(&self) -> &[DictionaryLookup] {
         &self.lookups
+    }
+
+    /// How many column pointers the kernel reads: two per input column (values, then
+    /// the validity bitmap or 0), then two per lookup table (the table, then 0).
+    pub fn column_slots(&self) -> usize {
+        2 * (self.input.fields().len() + self.lookups.len())
     }
 
     /// Makes `schema` the schema of the next expressions, its columns bound to
@@ -320,11 +344,17 @@ impl ExprCompiler {
                 Err(reason) => return self.refuse(reason),
             },
         };
-        let valid = format!("aether_valid(columns[{}], row)", 2 * index + 1);
-        let value = if ty == CudaType::Bool {
-            format!("aether_bit(columns[{}], row)", 2 * index)
+        // A column the schema declares non-nullable holds no NULLs (Arrow checks this
+        // when a batch is built), so its bitmap is never read.
+        let valid = if field.is_nullable() {
+            format!("aether_valid({}, row)", column_word(2 * index + 1))
         } else {
-            format!("((const {}*)columns[{}])[row]", ty.c_name(), 2 * index)
+            "true".to_string()
+        };
+        let value = if ty == CudaType::Bool {
+            format!("aether_bit({}, row)", column_word(2 * index))
+        } else {
+            format!("((const {}*){})[row]", ty.c_name(), column_word(2 * index))
         };
         let (value, statement) = self.declare(ty, &value, &valid);
         self.loads.push_str(&statement);
@@ -372,8 +402,8 @@ impl ExprCompiler {
             data_type: field.data_type().clone(),
         });
         let entry = format!(
-            "((const unsigned char*)columns[{}])[{} ? (long long){} + 1 : 0]",
-            2 * slot,
+            "((const unsigned char*){})[{} ? (long long){} + 1 : 0]",
+            column_word(slot * 2),
             code.valid,
             code.value
         );

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use datafusion::arrow::datatypes::{DataType, Schema};
 use datafusion::physical_expr::PhysicalExpr;
 
-use super::expr::{DATE_PRELUDE, ExprCompiler};
+use super::expr::{DATE_PRELUDE, ExprCompiler, column_word};
 use super::types::CudaType;
 use crate::reason::PlacementReason;
 
@@ -100,7 +100,7 @@ extern \"C\" __global__ void {EVAL_ENTRY}(const u64* __restrict__ columns,
                                           long long rows,
                                           unsigned char* __restrict__ out_values,
                                           unsigned char* __restrict__ out_valid) {{
-    const long long stride = (long long)gridDim.x * blockDim.x;
+{column_locals}    const long long stride = (long long)gridDim.x * blockDim.x;
     for (long long row = (long long)blockIdx.x * blockDim.x + threadIdx.x; row < rows; row += stride) {{
 {body}        out_valid[row] = {valid} ? 1 : 0;
         {store}
@@ -109,6 +109,9 @@ extern \"C\" __global__ void {EVAL_ENTRY}(const u64* __restrict__ columns,
 ",
         body = compiler.body(),
         valid = result.valid,
+        column_locals = (0..compiler.column_slots())
+            .map(|slot| format!("    const u64 {} = columns[{slot}];\n", column_word(slot)))
+            .collect::<String>(),
     );
     Ok(ExprKernel {
         source,
@@ -162,12 +165,27 @@ mod tests {
                 .contains("extern \"C\" __global__ void aether_eval(")
         );
         // Decimals compare as scaled 64-bit integers; no float compare is needed.
-        assert!(
-            kernel
-                .source
-                .contains("((const long long*)columns[4])[row]")
-        );
+        assert!(kernel.source.contains("((const long long*)col4)[row]"));
         assert!(!kernel.source.contains("aether_cmp_f(x"));
+    }
+
+    #[test]
+    fn only_nullable_columns_read_their_bitmaps() {
+        let schema = lineitem_schema();
+        let expr = physical("l_quantity > 1 and n > 1", &schema);
+        let kernel = expr_kernel(&expr, &schema).unwrap();
+        // l_quantity (column 0) is declared non-nullable; n (column 6) is nullable.
+        assert!(
+            !kernel.source.contains("aether_valid(col1,"),
+            "{}",
+            kernel.source
+        );
+        assert!(
+            kernel.source.contains("aether_valid(col13, row)"),
+            "{}",
+            kernel.source
+        );
+        assert!(kernel.source.contains("const u64 col13 = columns[13];"));
     }
 
     #[test]

@@ -44,8 +44,8 @@ const MAX_IN_FLIGHT: usize = 64;
 struct InFlight {
     /// Kept alive until its overflowed rows are known (the kernels read it then).
     _batch: Arc<DeviceBatch>,
-    /// The pointer table its kernels read (with its string predicates' tables).
-    columns: DeviceBuffer,
+    /// The column pointers its kernels take (with its string predicates' tables).
+    columns: Vec<u64>,
     _lookup_tables: Vec<DeviceBuffer>,
     overflow: DeviceBuffer,
 }
@@ -128,7 +128,7 @@ impl GroupTable {
         let tables = (0..self.kernels.lookups.len())
             .map(|k| self.lookup_table(k, batch))
             .collect::<Result<Vec<_>, _>>()?;
-        let columns = column_pointers(&self.device, batch, &tables)?;
+        let columns = column_pointers(&self.device, batch, &tables);
         let overflow = DeviceBuffer::alloc(&self.device, OWNER, 4 * batch.num_rows)?;
         let slot = self.in_flight.len();
         self.run_fold(&columns, batch.num_rows, None, &overflow, slot)?;
@@ -355,7 +355,7 @@ impl GroupTable {
 
     fn run_fold(
         &self,
-        columns: &DeviceBuffer,
+        columns: &[u64],
         rows: usize,
         row_ids: Option<&DeviceBuffer>,
         overflow: &DeviceBuffer,
@@ -377,38 +377,40 @@ impl GroupTable {
         let mut config = grid_for(device, rows, THREADS);
         config.grid_dim.0 = rows.div_ceil(THREADS as usize).clamp(1, most) as u32;
         config.shared_mem_bytes = 0;
+        if columns.len() != self.kernels.column_slots {
+            return Err(DeviceError::Internal(format!(
+                "a batch of {} column pointers reached an aggregate kernel generated for {}",
+                columns.len(),
+                self.kernels.column_slots
+            )));
+        }
         let row_ids = match row_ids {
             Some(ids) => KernelArg::Buffer(ids),
             None => KernelArg::Address(0),
         };
-        // SAFETY: `aether_agg(const u64* columns, long long rows, const unsigned* row_ids,
-        // u64* state, u64* keys, unsigned char* acc, long long mask, long long max_fill,
-        // u64* group_count, u64* overflow_count, unsigned* overflow)`: `columns` holds
-        // two pointers per column of a batch with at least `rows` rows (or `row_ids`
-        // lists `rows` row numbers of it); the table holds `slots` (a power of two)
-        // entries; both counts are words of `counters`, which holds 1 + MAX_IN_FLIGHT
-        // words (`overflow_slot` < MAX_IN_FLIGHT); `overflow` has room for `rows` row
-        // numbers.
-        unsafe {
-            launch_kernel(
-                device,
-                &self.functions.fold,
-                config,
-                &[
-                    KernelArg::Buffer(columns),
-                    KernelArg::I64(rows as i64),
-                    row_ids,
-                    KernelArg::Buffer(&table.state),
-                    KernelArg::Buffer(&table.keys),
-                    KernelArg::Buffer(&table.acc),
-                    KernelArg::I64(table.slots as i64 - 1),
-                    KernelArg::I64((table.slots / 2) as i64),
-                    KernelArg::Address(counters),
-                    KernelArg::Address(counters + 8 * (1 + overflow_slot as u64)),
-                    KernelArg::Buffer(overflow),
-                ],
-            )
-        }
+        let mut args = vec![
+            KernelArg::I64(rows as i64),
+            row_ids,
+            KernelArg::Buffer(&table.state),
+            KernelArg::Buffer(&table.keys),
+            KernelArg::Buffer(&table.acc),
+            KernelArg::I64(table.slots as i64 - 1),
+            KernelArg::I64((table.slots / 2) as i64),
+            KernelArg::Address(counters),
+            KernelArg::Address(counters + 8 * (1 + overflow_slot as u64)),
+            KernelArg::Buffer(overflow),
+        ];
+        args.extend(columns.iter().map(|&pointer| KernelArg::Address(pointer)));
+        // SAFETY: `aether_agg(long long rows, const unsigned* row_ids, u64* state,
+        // u64* keys, unsigned char* acc, long long mask, long long max_fill,
+        // u64* group_count, u64* overflow_count, unsigned* overflow, u64 col0, ...)`
+        // with as many `col` parameters as `columns` holds (checked above): two
+        // pointers per column of a batch with at least `rows` rows (or `row_ids` lists
+        // `rows` row numbers of it), then each lookup table and a 0; the table holds
+        // `slots` (a power of two) entries; both counts are words of `counters`, which
+        // holds 1 + MAX_IN_FLIGHT words (`overflow_slot` < MAX_IN_FLIGHT); `overflow`
+        // has room for `rows` row numbers.
+        unsafe { launch_kernel(device, &self.functions.fold, config, &args) }
     }
 
     /// The first `words` counters: the group count, then in-flight overflow counts.
@@ -483,14 +485,14 @@ fn new_table(
     })
 }
 
-/// The device pointer table generated kernels read columns through: values, then the
-/// validity bitmap or 0, per column; then each string predicate's table.
+/// The column pointers a fold kernel takes as parameters: values, then the validity
+/// bitmap or 0, per column; then each string predicate's table and a 0.
 pub fn column_pointers(
     device: &GpuDevice,
     batch: &DeviceBatch,
     tables: &[DeviceBuffer],
-) -> Result<DeviceBuffer, DeviceError> {
-    let mut pointers = Vec::with_capacity(2 * (batch.columns.len() + tables.len()) + 1);
+) -> Vec<u64> {
+    let mut pointers = Vec::with_capacity(2 * (batch.columns.len() + tables.len()));
     for column in &batch.columns {
         pointers.push(column.values.address(device));
         pointers.push(column.validity.as_ref().map_or(0, |v| v.address(device)));
@@ -499,10 +501,7 @@ pub fn column_pointers(
         pointers.push(table.address(device));
         pointers.push(0);
     }
-    if pointers.is_empty() {
-        pointers.push(0);
-    }
-    upload_words(device, &pointers)
+    pointers
 }
 
 /// The predicate's result for each of `strings`: 0 false, 1 true, 2 NULL, computed by
