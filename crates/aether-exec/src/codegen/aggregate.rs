@@ -44,10 +44,9 @@ use std::sync::Arc;
 use datafusion::arrow::datatypes::{DataType, FieldRef, SchemaRef};
 use datafusion::physical_expr::PhysicalExpr;
 
-use super::expr::{
-    DATE_PRELUDE, DictionaryLookup, ExprCompiler, MAX_COLUMN_SLOTS, Value, column_params,
-};
+use super::expr::{DATE_PRELUDE, DictionaryLookup, ExprCompiler, MAX_COLUMN_SLOTS, column_params};
 use super::kernel::PRELUDE;
+use super::key_words::{key_layout, key_value_expr, key_word_statements};
 use super::pipeline::{Stage, compile_stages};
 use super::types::CudaType;
 use crate::reason::{PlacementReason, ReasonCode};
@@ -415,22 +414,6 @@ fn output_c_type(data_type: &DataType) -> Option<&'static str> {
     })
 }
 
-/// The 64-bit key words of a key value (one word, or two for a 128-bit decimal).
-fn key_word_exprs(value: &Value) -> Vec<String> {
-    let x = &value.value;
-    match value.ty {
-        CudaType::Bool => vec![format!("({x} ? 1ULL : 0ULL)")],
-        CudaType::F32 => vec![format!("(u64)(unsigned)__float_as_int({x})")],
-        CudaType::F64 => vec![format!("(u64)__double_as_longlong({x})")],
-        CudaType::Dec128 { .. } => vec![
-            format!("(u64)({x})"),
-            format!("(u64)((unsigned __int128)({x}) >> 64)"),
-        ],
-        CudaType::StrCode => vec![format!("(u64)(unsigned)({x})")],
-        _ => vec![format!("(u64)(long long)({x})")],
-    }
-}
-
 /// Generates the aggregate kernels for `spec`, or every reason they cannot be.
 pub fn aggregate_kernels(spec: &AggregateSpec) -> Result<AggregateKernels, Vec<PlacementReason>> {
     let mut compiler = ExprCompiler::new(Arc::clone(&spec.input));
@@ -440,16 +423,14 @@ pub fn aggregate_kernels(spec: &AggregateSpec) -> Result<AggregateKernels, Vec<P
 
     // Group keys.
     let mut key_values = Vec::new();
-    let mut key_word_count = 0;
     for key in &spec.keys {
         match compiler.compile(key) {
-            Some(value) => {
-                key_word_count += key_word_exprs(&value).len();
-                key_values.push(value);
-            }
+            Some(value) => key_values.push(value),
             None => ok = false,
         }
     }
+    let key_layout = key_layout(&key_values);
+    let key_word_count = key_layout.words;
     // NULL flags take one more word, only when a key can be NULL: the probe compares
     // every word of a row's key.
     let nullable_keys = spec
@@ -595,9 +576,7 @@ pub fn aggregate_kernels(spec: &AggregateSpec) -> Result<AggregateKernels, Vec<P
         )));
         ok = false;
     }
-    let mut word = 0;
-    for (k, value) in key_values.iter().enumerate() {
-        let words = key_word_exprs(value).len();
+    for (k, (value, placement)) in key_values.iter().zip(&key_layout.placements).enumerate() {
         let Some(field) = fields.get(k) else { break };
         let Some(c_type) = output_c_type(field.data_type()) else {
             compiler.add_reason(PlacementReason::new(
@@ -615,18 +594,7 @@ pub fn aggregate_kernels(spec: &AggregateSpec) -> Result<AggregateKernels, Vec<P
         } else {
             "true".to_string()
         };
-        let value_expr = if words == 2 {
-            format!(
-                "(__int128)(((unsigned __int128)keys[{}] << 64) | (unsigned __int128)keys[{word}])",
-                word + 1
-            )
-        } else if value.ty == CudaType::F64 {
-            format!("__longlong_as_double((long long)keys[{word}])")
-        } else if value.ty == CudaType::F32 {
-            format!("__int_as_float((int)(unsigned)keys[{word}])")
-        } else {
-            format!("({c_type})(long long)keys[{word}]")
-        };
+        let value_expr = key_value_expr(*placement, value.ty, c_type);
         emit_column(
             &mut emit,
             outputs.len(),
@@ -649,7 +617,6 @@ pub fn aggregate_kernels(spec: &AggregateSpec) -> Result<AggregateKernels, Vec<P
             key: k,
             dictionary_column,
         });
-        word += words;
     }
     for (i, state) in states.iter().enumerate() {
         let Some(field) = fields.get(spec.keys.len() + i) else {
@@ -699,17 +666,9 @@ pub fn aggregate_kernels(spec: &AggregateSpec) -> Result<AggregateKernels, Vec<P
     // The row kernel: pipeline, key, slot, accumulator updates.
     let mut key_setup = String::new();
     let _ = writeln!(key_setup, "        u64 key[AGG_KEY_WORDS_ALLOC];");
-    let mut word = 0;
+    key_setup.push_str(&key_word_statements(&key_layout, &key_values));
     let mut null_flags = Vec::new();
     for (k, value) in key_values.iter().enumerate() {
-        for expr in key_word_exprs(value) {
-            let _ = writeln!(
-                key_setup,
-                "        key[{word}] = {} ? {expr} : 0ULL;",
-                value.valid
-            );
-            word += 1;
-        }
         null_flags.push(format!("({} ? 0ULL : {}ULL)", value.valid, 1u64 << k));
     }
     if nullable_keys {

@@ -624,7 +624,11 @@ impl ExprCompiler {
                 }
                 // A product's scale is the sum of the operands' scales.
                 Operator::Multiply if i16::from(ls) + i16::from(rs) == i16::from(scale) => {
-                    format!("(({c}){l} {symbol} ({c}){r})")
+                    if c == "__int128" {
+                        format!("aether_mul_i128((__int128){l}, (__int128){r})")
+                    } else {
+                        format!("(({c}){l} {symbol} ({c}){r})")
+                    }
                 }
                 _ => {
                     return self.refuse(unsupported(format!(

@@ -32,6 +32,16 @@ __device__ __forceinline__ bool aether_bit(u64 bits, long long row) {
     return (((const unsigned char*)bits)[row >> 3] >> (row & 7)) & 1;
 }
 
+// A 128-bit decimal product. Both operands within 32 bits (prices, rates and most
+// products of them) take one 32 x 32-bit multiply instead of a 128-bit one; the
+// result is the same either way.
+__device__ __forceinline__ __int128 aether_mul_i128(__int128 a, __int128 b) {
+    const long long la = (long long)a, lb = (long long)b;
+    if ((__int128)la == a && (__int128)lb == b && la == (int)la && lb == (int)lb)
+        return (__int128)(la * lb);
+    return a * b;
+}
+
 // Arrow's float order: NaN equals NaN and sorts above every number; -0.0 equals 0.0.
 __device__ __forceinline__ int aether_cmp_f(double a, double b) {
     const bool an = isnan(a), bn = isnan(b);
@@ -195,6 +205,11 @@ mod tests {
         let kernel = expr_kernel(&expr, &schema).unwrap();
         assert_eq!(kernel.data_type, DataType::Decimal128(31, 4));
         assert!(matches!(kernel.output, CudaType::Dec128 { scale: 4, .. }));
+        assert!(
+            kernel.source.contains("aether_mul_i128("),
+            "{}",
+            kernel.source
+        );
     }
 
     #[test]

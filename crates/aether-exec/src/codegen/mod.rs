@@ -8,6 +8,7 @@
 pub mod aggregate;
 pub mod expr;
 pub mod kernel;
+pub mod key_words;
 pub mod pipeline;
 pub mod types;
 
