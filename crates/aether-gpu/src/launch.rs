@@ -51,14 +51,7 @@ pub fn run_row_kernel(
     let values = DeviceBuffer::alloc(device, owner, rows * width)?;
     let valid = DeviceBuffer::alloc(device, owner, rows)?;
     if rows > 0 {
-        const THREADS: u32 = 256;
-        let wanted = rows.div_ceil(THREADS as usize);
-        let most = (device.info().multiprocessors.max(1) as usize) * 16;
-        let config = LaunchConfig {
-            grid_dim: (wanted.min(most) as u32, 1, 1),
-            block_dim: (THREADS, 1, 1),
-            shared_mem_bytes: 0,
-        };
+        let config = grid_for(device, rows, 256);
         let rows_arg = rows as i64;
         let mut launch = stream.launch_builder(&function);
         launch
@@ -98,8 +91,20 @@ pub enum KernelArg<'a> {
 /// A one-dimensional launch covering `items` with `threads` per block, capped at 16
 /// blocks per multiprocessor: kernels use grid-stride loops, so any grid covers any count.
 pub fn grid_for(device: &GpuDevice, items: usize, threads: u32) -> LaunchConfig {
+    grid_capped(device, items, threads, 16)
+}
+
+/// [`grid_for`] with at most `blocks_per_multiprocessor` blocks a multiprocessor, for
+/// kernels whose best grid was measured (a fold's blocks merge into shared state once
+/// each, so their count trades per-block cost against latency hiding).
+pub fn grid_capped(
+    device: &GpuDevice,
+    items: usize,
+    threads: u32,
+    blocks_per_multiprocessor: usize,
+) -> LaunchConfig {
     let wanted = items.div_ceil(threads as usize).max(1);
-    let most = (device.info().multiprocessors.max(1) as usize) * 16;
+    let most = (device.info().multiprocessors.max(1) as usize) * blocks_per_multiprocessor.max(1);
     LaunchConfig {
         grid_dim: (wanted.min(most) as u32, 1, 1),
         block_dim: (threads, 1, 1),

@@ -6,14 +6,14 @@
 //!   largest value for MIN, the smallest for MAX) into every slot of a new table;
 //! - `aether_agg` runs the fused pipeline over the rows of a batch and folds each kept
 //!   row into its group. Groups live in an open-addressing hash table in device memory
-//!   (keys packed into 64-bit words, NULL flags in one more word when a key can be
-//!   NULL, so SQL's "NULLs group together" is plain word equality). Each block first
-//!   folds into a small table in shared memory and merges it into the device table
-//!   once at the end, which keeps few-group aggregates (TPC-H Q1's four groups) from
-//!   serializing on a handful of global atomics. A row whose group cannot be inserted
-//!   because the table is half full is written to an overflow list instead; the host
-//!   grows the table and runs the kernel again over those rows only, so any number of
-//!   groups works;
+//!   (keys packed into 64-bit words by `key_words.rs`, NULL flags in one more word
+//!   when a key can be NULL, so SQL's "NULLs group together" is plain word equality).
+//!   Each block first folds into a small table in shared memory and merges it into the
+//!   device table once at the end, which keeps few-group aggregates (TPC-H Q1's four
+//!   groups) from serializing on a handful of global atomics. A row whose group cannot
+//!   be inserted because the table is half full is written to an overflow list
+//!   instead; the host grows the table and runs the kernel again over those rows only,
+//!   so any number of groups works;
 //! - `aether_agg_rehash` moves every group into a larger table;
 //! - `aether_agg_emit` writes one row per group in DataFusion's partial-aggregate
 //!   layout (group keys, then each function's state), as device columns.
@@ -189,6 +189,20 @@ impl AccKind {
             Self::MaxI64 => format!("agg_max_i64({dst}, *(const long long*)({src}));"),
             Self::MinF => format!("agg_min_u64({dst}, *(const u64*)({src}));"),
             Self::MaxF => format!("agg_max_u64({dst}, *(const u64*)({src}));"),
+        }
+    }
+
+    /// The helper folding this accumulator over a warp into lane 0's (every lane
+    /// calls it; see `aggw_*` in the prelude).
+    fn warp_fold(self) -> &'static str {
+        match self {
+            Self::AddU64 => "aggw_add_u64",
+            Self::AddI128 => "aggw_add_i128",
+            Self::AddF64 => "aggw_add_f64",
+            Self::MinI64 => "aggw_min_i64",
+            Self::MaxI64 => "aggw_max_i64",
+            Self::MinF => "aggw_min_u64",
+            Self::MaxF => "aggw_max_u64",
         }
     }
 }
@@ -720,18 +734,7 @@ pub fn aggregate_kernels(spec: &AggregateSpec) -> Result<AggregateKernels, Vec<P
     let warp_fold = layout
         .accs
         .iter()
-        .map(|acc| {
-            let name = match acc.kind {
-                AccKind::AddU64 => "aggw_add_u64",
-                AccKind::AddI128 => "aggw_add_i128",
-                AccKind::AddF64 => "aggw_add_f64",
-                AccKind::MinI64 => "aggw_min_i64",
-                AccKind::MaxI64 => "aggw_max_i64",
-                AccKind::MinF => "aggw_min_u64",
-                AccKind::MaxF => "aggw_max_u64",
-            };
-            format!("    {name}(a + {});\n", acc.offset)
-        })
+        .map(|acc| format!("    {}(a + {});\n", acc.kind.warp_fold(), acc.offset))
         .collect::<String>();
     let rows_update = ROWS.kind.update(&acc_at(ROWS), "1ULL");
     let body = &compiler.body();

@@ -18,7 +18,7 @@
 use std::sync::Arc;
 
 use aether_gpu::CudaFunction;
-use aether_gpu::launch::{KernelArg, grid_for, launch_kernel};
+use aether_gpu::launch::{KernelArg, grid_capped, grid_for, launch_kernel};
 use aether_gpu::{DeviceBatch, DeviceBuffer, DeviceColumn, DeviceError, DeviceForm, GpuDevice};
 use datafusion::arrow::array::{Array, AsArray, RecordBatch, StringArray};
 use datafusion::arrow::compute::cast;
@@ -373,10 +373,7 @@ impl GroupTable {
         } else {
             KEYED_BLOCKS_PER_MULTIPROCESSOR
         };
-        let most = blocks_per_multiprocessor * device.info().multiprocessors.max(1) as usize;
-        let mut config = grid_for(device, rows, THREADS);
-        config.grid_dim.0 = rows.div_ceil(THREADS as usize).clamp(1, most) as u32;
-        config.shared_mem_bytes = 0;
+        let config = grid_capped(device, rows, THREADS, blocks_per_multiprocessor);
         if columns.len() != self.kernels.column_slots {
             return Err(DeviceError::Internal(format!(
                 "a batch of {} column pointers reached an aggregate kernel generated for {}",
