@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use aether_gpu::launch::run_row_kernel;
-use aether_gpu::{DeviceBatch, DeviceError, GpuDevice};
+use aether_gpu::{DeviceBatch, DeviceBuffer, DeviceError, GpuDevice};
 use datafusion::arrow::array::{ArrayData, ArrayRef, BooleanArray, Decimal128Array, make_array};
 use datafusion::arrow::buffer::{BooleanBuffer, Buffer, NullBuffer, ScalarBuffer};
 use datafusion::arrow::datatypes::DataType;
@@ -15,13 +15,20 @@ use datafusion::arrow::datatypes::DataType;
 use crate::codegen::{CudaType, EVAL_ENTRY, ExprKernel};
 
 /// Runs `kernel` over `batch` on `device` and returns the result as the expression's
-/// Arrow type.
+/// Arrow type, or [`DeviceError::RowFault`] when a row has no value on the GPU (a zero
+/// divisor, a decimal overflow: where DataFusion raises an error).
 pub fn evaluate_on_gpu(
     device: &GpuDevice,
     kernel: &ExprKernel,
     batch: &DeviceBatch,
 ) -> Result<ArrayRef, DeviceError> {
     let width = kernel.output.width();
+    let fault_word = if kernel.faults {
+        Some(DeviceBuffer::zeroed(device, "expression", 4)?)
+    } else {
+        None
+    };
+    let extra: Vec<u64> = fault_word.iter().map(|w| w.address(device)).collect();
     let output = run_row_kernel(
         device,
         &kernel.source,
@@ -29,10 +36,25 @@ pub fn evaluate_on_gpu(
         batch,
         width,
         "expression",
+        &extra,
     )?;
+    if let Some(word) = &fault_word {
+        check_fault_word(device, word)?;
+    }
     let values = output.values.download(device)?;
     let valid = output.valid.download(device)?;
     to_arrow(kernel, output.rows, values, &valid)
+}
+
+/// Reads a kernel's fault word: set, some row had no value on the GPU.
+pub fn check_fault_word(device: &GpuDevice, word: &DeviceBuffer) -> Result<(), DeviceError> {
+    let bytes = word.download(device)?;
+    if bytes.as_slice().iter().any(|b| *b != 0) {
+        return Err(DeviceError::RowFault(
+            "a row it cannot compute as the CPU would (a zero divisor or an overflow)".into(),
+        ));
+    }
+    Ok(())
 }
 
 /// Builds the Arrow array from the kernel's value bytes and validity bytes.

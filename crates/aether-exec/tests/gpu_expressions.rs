@@ -1,14 +1,15 @@
 //! Every supported expression on the GPU against DataFusion's CPU evaluation of the
 //! same physical expression on the same random batch (nulls, NaN, -0.0, extreme
-//! integers and decimals; empty, one-row and million-row batches). Needs a GPU
-//! (`--include-ignored`).
+//! integers and decimals; empty, one-row and million-row batches). Where DataFusion
+//! raises an error on a batch (a zero divisor), the GPU must report a row fault. Needs
+//! a GPU (`--include-ignored`).
 
 use std::sync::Arc;
 
 use aether_exec::codegen::expr_kernel;
 use aether_exec::gpu_eval::evaluate_on_gpu;
 use aether_gpu::random::XorShift64;
-use aether_gpu::{DeviceBatch, DeviceOptions, GpuDevice, LayoutOptions};
+use aether_gpu::{DeviceBatch, DeviceError, DeviceOptions, GpuDevice, LayoutOptions};
 use datafusion::arrow::array::{
     Array, ArrayRef, BooleanArray, Date32Array, Decimal128Array, Float64Array, Int32Array,
     Int64Array, RecordBatch,
@@ -76,6 +77,32 @@ const EXPRESSIONS: &[&str] = &[
     "a / 3",
     "b / -7",
     "a / 2 + 1",
+    // Division and remainder by columns and by -1 or 0: where Arrow raises an error on
+    // a batch (a zero divisor, `MIN / -1`), the kernel must fault.
+    "a / a",
+    "b / (a * a + 1)",
+    "b % (a * a + 1)",
+    "a % 7",
+    "a % -1",
+    "a / -1",
+    "b / -1",
+    "b % 0",
+    "x % y",
+    "p / (d + 1)",
+    "p / d",
+    "q / (d + 1)",
+    "q / q",
+    "p * d / (d + 1)",
+    "d / 3.5",
+    "p / 0.01",
+    // Casts between decimals and integers or floats (past the precision: a fault).
+    "cast(p as double)",
+    "cast(q as float)",
+    "cast(p / (d + 1) as double)",
+    "cast(cast(b as decimal(38, 0)) * 100000000000 as double)",
+    "cast(a as decimal(12, 2))",
+    "cast(b as decimal(20, 1))",
+    "cast(a as decimal(5, 2))",
 ];
 
 #[expect(
@@ -105,10 +132,11 @@ fn random_batch(rows: usize, seed: u64) -> RecordBatch {
     let mut d = Vec::new();
     let mut dt = Vec::new();
     let mut flag = Vec::new();
+    let mut q = Vec::new();
     for i in 0..rows {
         let r = rng();
         // One in nine values of each column is NULL.
-        let keep: [bool; 8] = std::array::from_fn(|_| next() % 9 != 0);
+        let keep: [bool; 9] = std::array::from_fn(|_| next() % 9 != 0);
         a.push(keep[0].then_some(if i % 97 == 0 {
             i32::MAX
         } else {
@@ -137,6 +165,11 @@ fn random_batch(rows: usize, seed: u64) -> RecordBatch {
         d.push(keep[5].then_some((r >> 30) as i128 % 11));
         dt.push(keep[6].then_some(8_000 + (r >> 40) as i32 % 2_600));
         flag.push(keep[7].then_some(r % 2 == 0));
+        q.push(keep[8].then_some(if i % 89 == 0 {
+            0
+        } else {
+            (r >> 12) as i128 % 2_000_001 - 1_000_000
+        }));
     }
     let columns: Vec<(&str, ArrayRef)> = vec![
         ("a", Arc::new(Int32Array::from(a))),
@@ -161,6 +194,14 @@ fn random_batch(rows: usize, seed: u64) -> RecordBatch {
         ),
         ("dt", Arc::new(Date32Array::from(dt))),
         ("flag", Arc::new(BooleanArray::from(flag))),
+        (
+            "q",
+            Arc::new(
+                Decimal128Array::from(q)
+                    .with_precision_and_scale(7, 3)
+                    .expect("valid decimal"),
+            ),
+        ),
     ];
     RecordBatch::try_from_iter(columns).expect("a valid batch")
 }
@@ -191,6 +232,7 @@ fn every_supported_expression_matches_datafusion() {
     .expect("this test needs a GPU");
     let context = SessionContext::new();
     let mut failures = Vec::new();
+    let mut faulted = 0;
     for rows in [0, 1, 7, 1000, 1_000_003] {
         let batch = random_batch(rows, 1 + rows as u64);
         let schema = batch.schema();
@@ -209,13 +251,21 @@ fn every_supported_expression_matches_datafusion() {
                     continue;
                 }
             };
-            let cpu = expr
-                .evaluate(&batch)
-                .and_then(|v| v.into_array(rows))
-                .expect("CPU evaluates");
-            let gpu = match evaluate_on_gpu(&device, &kernel, &on_gpu) {
-                Ok(gpu) => gpu,
-                Err(e) => {
+            let cpu = expr.evaluate(&batch).and_then(|v| v.into_array(rows));
+            let gpu = evaluate_on_gpu(&device, &kernel, &on_gpu);
+            let (cpu, gpu) = match (cpu, gpu) {
+                (Ok(cpu), Ok(gpu)) => (cpu, gpu),
+                (Err(_), Err(DeviceError::RowFault(_))) => {
+                    faulted += 1;
+                    continue;
+                }
+                (Err(e), Ok(_)) => {
+                    failures.push(format!(
+                        "{sql} ({rows} rows): CPU failed ({e}), GPU did not fault"
+                    ));
+                    continue;
+                }
+                (_, Err(e)) => {
                     failures.push(format!("{sql} ({rows} rows): GPU failed: {e}"));
                     continue;
                 }
@@ -237,7 +287,12 @@ fn every_supported_expression_matches_datafusion() {
             }
         }
     }
-    println!("{} expressions x 5 batch sizes checked", EXPRESSIONS.len());
+    println!(
+        "{} expressions x 5 batch sizes checked; {faulted} failed alike on both (a zero divisor)",
+        EXPRESSIONS.len()
+    );
+    // `a / a`, `b / -1`, `b % 0`, `p / d` and `q / q` fail on the larger batches.
+    assert!(faulted >= 10, "only {faulted} row faults");
     assert!(
         failures.is_empty(),
         "{} mismatches:\n{}",

@@ -37,6 +37,11 @@ pub enum DeviceError {
     /// A column cannot take a GPU layout (unsupported type, too large).
     #[error("GPU column layout: {0}")]
     Layout(#[from] crate::layout::LayoutError),
+    /// A kernel met a row it cannot compute as the CPU would (a zero divisor, a
+    /// decimal overflow): the work runs on the CPU instead, which raises the CPU's own
+    /// error where it has one.
+    #[error("a GPU kernel found {0}")]
+    RowFault(String),
     /// A broken invariant inside the GPU runtime: a bug, not a setup problem.
     #[error("GPU internal error: {0}")]
     Internal(String),

@@ -3,7 +3,8 @@
 //! Generated kernels share one signature (see `aether-exec`'s code generator):
 //! `(const u64* columns, long long rows, unsigned char* out_values,
 //! unsigned char* out_valid)`, with two pointers per input column in `columns` (values,
-//! then the validity bitmap or 0). Keeping the launch here keeps every `unsafe` kernel
+//! then the validity bitmap or 0), then any extra pointers the kernel takes (its fault
+//! word). Keeping the launch here keeps every `unsafe` kernel
 //! launch in this crate.
 
 use cudarc::driver::{DevicePtr, LaunchConfig, PushKernelArg};
@@ -21,7 +22,8 @@ pub struct RowKernelOutput {
 }
 
 /// Compiles (or finds cached) `source`, and runs its `entry` over every row of `batch`,
-/// writing `width`-byte values. Memory is reserved under `owner`.
+/// writing `width`-byte values. `extra_pointers` follow the columns' pointers. Memory
+/// is reserved under `owner`.
 pub fn run_row_kernel(
     device: &GpuDevice,
     source: &str,
@@ -29,6 +31,7 @@ pub fn run_row_kernel(
     batch: &DeviceBatch,
     width: usize,
     owner: &str,
+    extra_pointers: &[u64],
 ) -> Result<RowKernelOutput, DeviceError> {
     let (function, _) = device.load_kernel(source, entry)?;
     let stream = device.stream();
@@ -42,6 +45,7 @@ pub fn run_row_kernel(
             None => 0,
         });
     }
+    pointers.extend_from_slice(extra_pointers);
     if pointers.is_empty() {
         pointers.push(0);
     }
@@ -61,7 +65,8 @@ pub fn run_row_kernel(
             .arg(valid.slice());
         // SAFETY: the generated kernel takes (const u64*, long long, unsigned char*,
         // unsigned char*), matching these arguments in order. `pointers` holds two valid
-        // device pointers (or 0 for "no bitmap") for every column of `batch`, each
+        // device pointers (or 0 for "no bitmap") for every column of `batch`, then the
+        // caller's extra pointers (live device buffers the kernel expects), each
         // buffer holding at least `rows` values of its type; the kernel reads rows below
         // `rows` only, and writes `rows * width` bytes to `values` and `rows` bytes to
         // `valid`, which is what was allocated.

@@ -44,7 +44,9 @@ use std::sync::Arc;
 use datafusion::arrow::datatypes::{DataType, FieldRef, SchemaRef};
 use datafusion::physical_expr::PhysicalExpr;
 
-use super::expr::{DATE_PRELUDE, DictionaryLookup, ExprCompiler, MAX_COLUMN_SLOTS, column_params};
+use super::expr::{
+    DATE_PRELUDE, DictionaryLookup, ExprCompiler, I128_TO_F64, MAX_COLUMN_SLOTS, column_params,
+};
 use super::kernel::PRELUDE;
 use super::key_words::{key_layout, key_value_expr, key_word_statements};
 use super::pipeline::{Stage, compile_stages};
@@ -136,6 +138,9 @@ pub struct AggregateKernels {
     pub outputs: Vec<OutputSource>,
     /// String predicates looked up by code; their tables follow the input columns.
     pub lookups: Vec<DictionaryLookup>,
+    /// Whether the fold kernel takes a fault word after the lookup tables
+    /// ([`ExprCompiler::faults`]).
+    pub faults: bool,
 }
 
 /// How one accumulator is updated and read.
@@ -753,7 +758,7 @@ pub fn aggregate_kernels(spec: &AggregateSpec) -> Result<AggregateKernels, Vec<P
         keyed_fold_kernel(&params, body, &key_setup, &rows_update, &updates)
     };
     let source = format!(
-        r#"{PRELUDE}{DATE_PRELUDE}
+        r#"{PRELUDE}{DATE_PRELUDE}{I128_TO_F64}
 #define AGG_KEY_WORDS {key_words}
 #define AGG_KEY_WORDS_ALLOC {key_alloc}
 #define AGG_ACC_BYTES {acc_bytes}
@@ -813,6 +818,7 @@ extern "C" __global__ void {AGG_EMIT_ENTRY}(const u64* state, const u64* table_k
         acc_bytes,
         outputs,
         lookups: compiler.lookups().to_vec(),
+        faults: compiler.faults(),
     })
 }
 

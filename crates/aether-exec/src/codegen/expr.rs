@@ -26,7 +26,10 @@ use datafusion::scalar::ScalarValue;
 use super::types::CudaType;
 use crate::reason::{PlacementReason, ReasonCode};
 
+mod numeric_cast;
+mod quotient;
 mod temporal;
+pub(crate) use numeric_cast::I128_TO_F64;
 pub(crate) use temporal::DATE_PRELUDE;
 
 /// A compiled sub-expression: the variables holding its value and validity.
@@ -83,6 +86,9 @@ pub struct ExprCompiler {
     next: usize,
     reasons: Vec<PlacementReason>,
     lookups: Vec<DictionaryLookup>,
+    /// Whether some row can fault (see the `quotient` module): the kernel then takes
+    /// one more column pointer, the fault word, after the lookup tables.
+    faults: bool,
 }
 
 fn unsupported(message: String) -> PlacementReason {
@@ -154,6 +160,7 @@ impl ExprCompiler {
             next: 0,
             reasons: Vec::new(),
             lookups: Vec::new(),
+            faults: false,
         }
     }
 
@@ -164,9 +171,17 @@ impl ExprCompiler {
     }
 
     /// How many column pointers the kernel reads: two per input column (values, then
-    /// the validity bitmap or 0), then two per lookup table (the table, then 0).
+    /// the validity bitmap or 0), then two per lookup table (the table, then 0), then
+    /// the fault word when [`Self::faults`].
     pub fn column_slots(&self) -> usize {
-        2 * (self.input.fields().len() + self.lookups.len())
+        2 * (self.input.fields().len() + self.lookups.len()) + usize::from(self.faults)
+    }
+
+    /// Whether the kernel may fault on some row (a zero divisor, a decimal overflow):
+    /// it then takes a zeroed 32-bit fault word as its last column pointer, which the
+    /// host reads after the kernels and, when set, runs the work on the CPU instead.
+    pub fn faults(&self) -> bool {
+        self.faults
     }
 
     /// Makes `schema` the schema of the next expressions, its columns bound to
@@ -217,7 +232,16 @@ impl ExprCompiler {
     /// read: one DRAM round trip per stage. Loaded up front, a row's columns are in
     /// flight together (each load reads inside its column, whatever the filters keep).
     pub fn body(&self) -> String {
-        format!("{}{}", self.loads, self.body)
+        let faults = if self.faults {
+            let slot = 2 * (self.input.fields().len() + self.lookups.len());
+            format!(
+                "        unsigned* const aether_faults = (unsigned*){};\n",
+                column_word(slot)
+            )
+        } else {
+            String::new()
+        };
+        format!("{faults}{}{}", self.loads, self.body)
     }
 
     /// Every reason found so far that the expression cannot run on the GPU.
@@ -237,6 +261,13 @@ impl ExprCompiler {
         let (declared, statement) = self.declare(ty, value, valid);
         self.body.push_str(&statement);
         declared
+    }
+
+    /// A fresh local variable name starting with `prefix`.
+    fn next_name(&mut self, prefix: &str) -> String {
+        let n = self.next;
+        self.next += 1;
+        format!("{prefix}{n}")
     }
 
     /// A new value's name and the statement declaring it.
@@ -553,7 +584,11 @@ impl ExprCompiler {
                 };
                 Some(self.emit(CudaType::Bool, &value, &valid))
             }
-            Operator::Plus | Operator::Minus | Operator::Multiply | Operator::Divide => {
+            Operator::Plus
+            | Operator::Minus
+            | Operator::Multiply
+            | Operator::Divide
+            | Operator::Modulo => {
                 let divisor = literal_integer(binary.right());
                 self.arithmetic(expr, op, (&left, &right, divisor), &both_valid)
             }
@@ -579,21 +614,21 @@ impl ExprCompiler {
             Operator::Plus => "+",
             Operator::Minus => "-",
             Operator::Multiply => "*",
+            Operator::Modulo => "%",
             _ => "/",
         };
         let (l, r) = (&left.value, &right.value);
+        let is_quotient = matches!(op, Operator::Divide | Operator::Modulo);
         let value = if result.is_integer() && left.ty == result && right.ty == result {
-            if op == Operator::Divide {
-                // Arrow's integer division errors on a zero divisor and on MIN / -1; by
-                // any other constant it truncates toward zero, as C's does.
-                let is_signed = result.unsigned_name().is_some();
+            if is_quotient {
+                // By a constant other than 0 and -1, C's division and remainder are
+                // Arrow's (truncating toward zero) and cannot fail; otherwise Arrow's
+                // errors become faults.
                 return match divisor {
-                    Some(d) if d != 0 && !(is_signed && d == -1) => {
-                        Some(self.emit(result, &format!("({l} / {r})"), valid))
+                    Some(d) if d != 0 && d != -1 => {
+                        Some(self.emit(result, &format!("({l} {symbol} {r})"), valid))
                     }
-                    _ => self.refuse(unsupported(format!(
-                        "integer division is generated for the GPU only by a constant other than 0 and -1: {expr}"
-                    ))),
+                    _ => self.integer_quotient(op, (left, right), result, valid),
                 };
             }
             let unsigned = result.unsigned_name().unwrap_or("unsigned long long");
@@ -602,6 +637,9 @@ impl ExprCompiler {
                 result.c_name()
             )
         } else if result.is_float() && left.ty == result && right.ty == result {
+            if op == Operator::Modulo {
+                return self.float_remainder((left, right), result, valid);
+            }
             format!("{l} {symbol} {r}")
         } else if let (Some(ls), Some(rs), Some(scale)) = (
             left.ty.decimal_scale(),
@@ -629,6 +667,14 @@ impl ExprCompiler {
                     } else {
                         format!("(({c}){l} {symbol} ({c}){r})")
                     }
+                }
+                Operator::Divide => {
+                    return self.decimal_quotient(expr, (left, right), result, valid);
+                }
+                Operator::Modulo => {
+                    return self.refuse(unsupported(format!(
+                        "decimal % (remainder) is not generated for the GPU yet: {expr}"
+                    )));
                 }
                 _ => {
                     return self.refuse(unsupported(format!(
@@ -688,6 +734,15 @@ impl ExprCompiler {
             }
             (from, to) if (from.is_integer() || from.is_float()) && to.is_float() => {
                 format!("({}){}", to.c_name(), arg.value)
+            }
+            (from, to) if from.decimal_scale().is_some() && to.is_float() => {
+                return self.decimal_to_float(&arg, to);
+            }
+            (from, to) if from.is_integer() && to.decimal_scale().is_some() => {
+                return match self.integer_to_decimal(&arg, to) {
+                    Some(value) => Some(value),
+                    None => refuse_cast(self),
+                };
             }
             (from, to) if from.decimal_scale().is_some() && to.decimal_scale().is_some() => {
                 let (Some(fs), Some(ts)) = (from.decimal_scale(), to.decimal_scale()) else {

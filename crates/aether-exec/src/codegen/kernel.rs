@@ -3,7 +3,8 @@
 //! The kernel's signature is fixed, whatever the expression:
 //! `aether_eval(columns, rows, out_values, out_valid)`, where `columns` holds two device
 //! pointers per input column (values, then validity bitmap or 0 when the column has no
-//! NULLs). Results are one value per row in the output type's width (booleans as one
+//! NULLs), then, for an expression that can fault (a division by a column), the fault
+//! word. Results are one value per row in the output type's width (booleans as one
 //! byte) and one validity byte per row. A grid-stride loop lets any grid cover any row
 //! count.
 
@@ -12,7 +13,7 @@ use std::sync::Arc;
 use datafusion::arrow::datatypes::{DataType, Schema};
 use datafusion::physical_expr::PhysicalExpr;
 
-use super::expr::{DATE_PRELUDE, ExprCompiler, column_word};
+use super::expr::{DATE_PRELUDE, ExprCompiler, I128_TO_F64, column_word};
 use super::types::CudaType;
 use crate::reason::PlacementReason;
 
@@ -57,6 +58,8 @@ pub struct ExprKernel {
     /// The Arrow type of the result, as DataFusion types the expression.
     pub data_type: DataType,
     pub output: CudaType,
+    /// Whether the kernel takes a fault word after its columns ([`ExprCompiler::faults`]).
+    pub faults: bool,
 }
 
 /// Generates the kernel evaluating `expr` over batches of `schema`, or every reason it
@@ -104,7 +107,7 @@ pub fn expr_kernel(
         )
     };
     let source = format!(
-        "{PRELUDE}{DATE_PRELUDE}
+        "{PRELUDE}{DATE_PRELUDE}{I128_TO_F64}
 // {expr}
 extern \"C\" __global__ void {EVAL_ENTRY}(const u64* __restrict__ columns,
                                           long long rows,
@@ -127,6 +130,7 @@ extern \"C\" __global__ void {EVAL_ENTRY}(const u64* __restrict__ columns,
         source,
         data_type,
         output: result.ty,
+        faults: compiler.faults(),
     })
 }
 
@@ -247,7 +251,7 @@ mod tests {
         let expr = physical("x * 2 > 1 and l_quantity % 2 = 0", &schema);
         let reasons = expr_kernel(&expr, &schema).unwrap_err();
         assert_eq!(reasons.len(), 1, "{reasons:?}");
-        assert!(reasons[0].message.contains("operator %"), "{reasons:?}");
+        assert!(reasons[0].message.contains("decimal %"), "{reasons:?}");
     }
 
     #[test]
@@ -289,16 +293,80 @@ mod tests {
     }
 
     #[test]
-    fn integer_division_is_generated_by_a_safe_constant_only() {
+    fn only_a_division_that_can_fail_takes_a_fault_word() {
         let schema = lineitem_schema();
         let kernel = expr_kernel(&physical("n / 4", &schema), &schema).unwrap();
         assert_eq!(kernel.data_type, DataType::Int64);
-        for sql in ["n / 0", "n / -1", "n / n"] {
-            let reasons = expr_kernel(&physical(sql, &schema), &schema).unwrap_err();
+        assert!(!kernel.faults);
+        assert!(
+            !kernel.source.contains("aether_faults"),
+            "{}",
+            kernel.source
+        );
+        for sql in ["n / 0", "n / -1", "n / n", "n % n", "n % 0"] {
+            let kernel = expr_kernel(&physical(sql, &schema), &schema)
+                .unwrap_or_else(|reasons| panic!("{sql}: {reasons:?}"));
+            assert!(kernel.faults, "{sql}");
+            // The fault word is the pointer after the 7 columns' 14.
             assert!(
-                reasons[0].message.contains("integer division"),
-                "{sql}: {reasons:?}"
+                kernel
+                    .source
+                    .contains("unsigned* const aether_faults = (unsigned*)col14;"),
+                "{sql}: {}",
+                kernel.source
             );
+            assert!(kernel.source.contains("const u64 col14 = columns[14];"));
+            assert!(kernel.source.contains("atomicOr(aether_faults, 1u)"));
         }
+        let kernel = expr_kernel(&physical("x % 2.5", &schema), &schema).unwrap();
+        assert!(kernel.source.contains("fmod("), "{}", kernel.source);
+        assert!(!kernel.faults);
+    }
+
+    #[test]
+    fn decimal_division_follows_arrows_scale_and_checks_its_divisor() {
+        let schema = lineitem_schema();
+        let kernel =
+            expr_kernel(&physical("l_extendedprice / l_quantity", &schema), &schema).unwrap();
+        // Arrow: scale 2 + 4, the dividend times 10^(6 - 2 + 2), precision 15 + 6.
+        assert_eq!(kernel.data_type, DataType::Decimal128(21, 6));
+        assert!(kernel.faults);
+        assert!(
+            kernel.source.contains("(unsigned __int128)1000000ULL"),
+            "{}",
+            kernel.source
+        );
+        assert!(kernel.source.contains("== 0 ||"), "{}", kernel.source);
+        // A product's quotient: 128-bit dividend, overflow-checked.
+        let kernel = expr_kernel(
+            &physical("l_extendedprice * l_discount / (1 + l_discount)", &schema),
+            &schema,
+        )
+        .unwrap();
+        assert!(matches!(kernel.output, CudaType::Dec128 { scale: 8, .. }));
+        assert!(kernel.faults);
+        let reasons =
+            expr_kernel(&physical("l_quantity % l_discount", &schema), &schema).unwrap_err();
+        assert!(reasons[0].message.contains("decimal %"), "{reasons:?}");
+    }
+
+    #[test]
+    fn decimals_cast_to_floats_and_integers_to_decimals() {
+        let schema = lineitem_schema();
+        let kernel =
+            expr_kernel(&physical("cast(l_quantity as double)", &schema), &schema).unwrap();
+        assert!(!kernel.faults);
+        // Divided by 10^2 given as the bits of Rust's `10_f64.powi(2)`.
+        let hundred = 100_f64.to_bits() as i64;
+        assert!(
+            kernel
+                .source
+                .contains(&format!("__longlong_as_double({hundred}LL)")),
+            "{}",
+            kernel.source
+        );
+        let kernel = expr_kernel(&physical("cast(n as decimal(10, 2))", &schema), &schema).unwrap();
+        assert_eq!(kernel.data_type, DataType::Decimal128(10, 2));
+        assert!(kernel.faults, "{}", kernel.source);
     }
 }

@@ -3,7 +3,9 @@
 //!
 //! It also keeps the CPU plan the segment replaced. If the GPU runs out of memory
 //! before the segment has produced anything, the same work runs on the CPU instead,
-//! with a warning naming the GPU: a query never fails for lack of device memory.
+//! with a warning naming the GPU: a query never fails for lack of device memory. A
+//! kernel that met a row it cannot compute as the CPU would (a zero divisor) hands the
+//! work to the CPU the same way, and the CPU's answer (or error) is the query's.
 
 use std::fmt;
 use std::sync::Arc;
@@ -83,13 +85,17 @@ impl DisplayAs for DeviceToHostExec {
     }
 }
 
-fn is_out_of_memory(error: &DataFusionError) -> bool {
+/// The GPU error after which the CPU plan takes over, if `error` is one: the GPU ran
+/// out of memory, or a kernel met a row only the CPU computes exactly.
+fn hand_over_reason(error: &DataFusionError) -> Option<&DeviceError> {
     match error {
-        DataFusionError::External(inner) => matches!(
-            inner.downcast_ref::<DeviceError>(),
-            Some(DeviceError::OutOfMemory { .. })
-        ),
-        _ => false,
+        DataFusionError::External(inner) => inner.downcast_ref::<DeviceError>().filter(|e| {
+            matches!(
+                e,
+                DeviceError::OutOfMemory { .. } | DeviceError::RowFault(_)
+            )
+        }),
+        _ => None,
     }
 }
 
@@ -153,8 +159,12 @@ impl ExecutionPlan for DeviceToHostExec {
                             return;
                         }
                     }
-                    Err(e) if !produced && is_out_of_memory(&e) => {
-                        eprintln!("warning: {e}; running this part of the query on the CPU");
+                    Err(e) if !produced && hand_over_reason(&e).is_some() => {
+                        if let Some(reason) = hand_over_reason(&e) {
+                            eprintln!(
+                                "warning: {reason}; running this part of the query on the CPU"
+                            );
+                        }
                         drop(batches);
                         match fallback.execute(0, context) {
                             Ok(mut cpu) => {

@@ -85,6 +85,8 @@ pub struct GroupTable {
     /// Each string predicate's table so far (entry 0 for NULL, then one per code):
     /// dictionaries only grow, so each batch evaluates only its new strings.
     lookup_tables: Vec<Vec<u8>>,
+    /// The word a fold kernel that can fault sets (see `codegen::expr::quotient`).
+    fault_word: Option<DeviceBuffer>,
 }
 
 impl GroupTable {
@@ -104,6 +106,11 @@ impl GroupTable {
         };
         let table = new_table(&device, &kernels, &functions, FIRST_SLOTS)?;
         let counters = DeviceBuffer::zeroed(&device, OWNER, 8 * (1 + MAX_IN_FLIGHT))?;
+        let fault_word = if kernels.faults {
+            Some(DeviceBuffer::zeroed(&device, OWNER, 4)?)
+        } else {
+            None
+        };
         Ok(Self {
             device,
             kernels,
@@ -114,6 +121,7 @@ impl GroupTable {
             growing: true,
             dictionaries: Vec::new(),
             lookup_tables: Vec::new(),
+            fault_word,
         })
     }
 
@@ -128,7 +136,7 @@ impl GroupTable {
         let tables = (0..self.kernels.lookups.len())
             .map(|k| self.lookup_table(k, batch))
             .collect::<Result<Vec<_>, _>>()?;
-        let columns = column_pointers(&self.device, batch, &tables);
+        let columns = column_pointers(&self.device, batch, &tables, self.fault_word.as_ref());
         let overflow = DeviceBuffer::alloc(&self.device, OWNER, 4 * batch.num_rows)?;
         let slot = self.in_flight.len();
         self.run_fold(&columns, batch.num_rows, None, &overflow, slot)?;
@@ -222,10 +230,14 @@ impl GroupTable {
         }
     }
 
-    /// Writes one row per group in the aggregate's output layout.
+    /// Writes one row per group in the aggregate's output layout, or returns
+    /// [`DeviceError::RowFault`] when some row had no value on the GPU.
     pub fn emit(&mut self, schema: &SchemaRef) -> Result<DeviceBatch, DeviceError> {
         let settled_groups = self.settle_counting()?.1;
         let device = &self.device;
+        if let Some(word) = &self.fault_word {
+            crate::gpu_eval::check_fault_word(device, word)?;
+        }
         let start = std::time::Instant::now();
         let groups = match settled_groups {
             Some(groups) => groups,
@@ -483,13 +495,15 @@ fn new_table(
 }
 
 /// The column pointers a fold kernel takes as parameters: values, then the validity
-/// bitmap or 0, per column; then each string predicate's table and a 0.
+/// bitmap or 0, per column; then each string predicate's table and a 0; then the fault
+/// word, if the kernel takes one.
 pub fn column_pointers(
     device: &GpuDevice,
     batch: &DeviceBatch,
     tables: &[DeviceBuffer],
+    fault_word: Option<&DeviceBuffer>,
 ) -> Vec<u64> {
-    let mut pointers = Vec::with_capacity(2 * (batch.columns.len() + tables.len()));
+    let mut pointers = Vec::with_capacity(2 * (batch.columns.len() + tables.len()) + 1);
     for column in &batch.columns {
         pointers.push(column.values.address(device));
         pointers.push(column.validity.as_ref().map_or(0, |v| v.address(device)));
@@ -498,6 +512,7 @@ pub fn column_pointers(
         pointers.push(table.address(device));
         pointers.push(0);
     }
+    pointers.extend(fault_word.map(|word| word.address(device)));
     pointers
 }
 
