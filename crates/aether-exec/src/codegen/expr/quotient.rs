@@ -8,7 +8,10 @@
 //! on the CPU, where DataFusion raises its own error or, for a row the CPU never
 //! evaluates (a filtered-out row, a CASE branch not taken), returns its result. The
 //! kernel evaluates every row and branch, a superset of what the CPU evaluates, so a
-//! clear fault word means the CPU would have raised no error either.
+//! clear fault word means no division or checked cast here would have failed on the
+//! CPU. (128-bit decimal sums and products still wrap where Arrow raises an overflow
+//! error; they do not fault yet.) A guarded division such as
+//! `CASE WHEN k <> 0 THEN n / k END` faults whenever some `k` is 0, so it runs twice.
 //!
 //! Decimal division follows Arrow's `div` for `Decimal128`: the result scale is the
 //! dividend's plus 4 (at most 38), the dividend is multiplied by
