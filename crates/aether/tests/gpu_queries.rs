@@ -186,6 +186,8 @@ const AGGREGATES: &[&str] = &[
     // A zero divisor in a CASE branch the CPU never takes: the kernel faults and the
     // segment runs on the CPU, which returns its result.
     "select k_small, sum(case when k_small <> 0 then n / k_small end), sum(case when k_small <> 0 then price / k_small end) from t group by k_small",
+    // A whole aggregate on the GPU under a join: its hash partitioning is restored.
+    "select count(*), sum(s.c), sum(s.p), min(s.a), max(s.a) from t join (select k_large, count(*) c, sum(price) p, avg(price) a from t group by k_large) s on t.k_large = s.k_large where t.k_small = 1",
 ];
 
 /// Queries that divide by zero on some row of the larger tables: both engines must
@@ -269,13 +271,15 @@ async fn tpch_on_the_gpu_matches_the_cpu() {
     }
     assert_eq!(gpu.plan_cache_hits(), hits + 2);
 
-    // Q1's few partial groups are merged in one partition, not behind an exchange.
+    // Q1's aggregate is whole on the GPU: no exchange, no CPU final aggregate.
     let q1 = gpu.physical_plan(&query_sql(1, sf).unwrap()).await.unwrap();
     let q1 = datafusion::physical_plan::displayable(q1.as_ref())
         .indent(true)
         .to_string();
     assert!(
-        q1.contains("AggregateExec: mode=Final,") && !q1.contains("RepartitionExec"),
+        q1.contains("GpuHashAggregateExec: mode=Single,")
+            && !q1.contains("AggregateExec: mode=Final")
+            && !q1.contains("RepartitionExec"),
         "{q1}"
     );
 }

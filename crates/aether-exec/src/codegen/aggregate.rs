@@ -15,8 +15,10 @@
 //!   instead; the host grows the table and runs the kernel again over those rows only,
 //!   so any number of groups works;
 //! - `aether_agg_rehash` moves every group into a larger table;
-//! - `aether_agg_emit` writes one row per group in DataFusion's partial-aggregate
-//!   layout (group keys, then each function's state), as device columns.
+//! - `aether_agg_emit` writes one row per group as device columns: group keys, then
+//!   either each function's state in DataFusion's partial-aggregate layout, or (when
+//!   the GPU aggregate is the whole aggregate) each function's final value
+//!   ([`final_values`]).
 //!
 //! Without group keys each thread folds its rows in registers; a warp's threads then
 //! fold together through shuffles, and one lane per warp merges into the block's
@@ -52,6 +54,8 @@ use super::key_words::{key_layout, key_value_expr, key_word_statements};
 use super::pipeline::{Stage, compile_stages};
 use super::types::CudaType;
 use crate::reason::{PlacementReason, ReasonCode};
+
+mod final_values;
 
 /// Entry points of the generated source.
 pub const AGG_INIT_ENTRY: &str = "aether_agg_init";
@@ -108,8 +112,21 @@ pub struct AggregateSpec {
     pub aggregate_input: SchemaRef,
     pub keys: Vec<Arc<dyn PhysicalExpr>>,
     pub calls: Vec<AggregateCall>,
-    /// The output: keys, then every call's state fields.
+    /// The output: keys, then every call's state fields ([`AggregateOutput::States`])
+    /// or every call's value ([`AggregateOutput::Values`]).
     pub output: SchemaRef,
+    pub mode: AggregateOutput,
+}
+
+/// What the emit kernel writes for each group after its keys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AggregateOutput {
+    /// DataFusion's partial-aggregate states, which a CPU final aggregate merges.
+    States,
+    /// The final values, as DataFusion's final aggregate computes them (AVG divided
+    /// out): the device table holds every group of the whole input, so nothing is left
+    /// to merge. Without group keys the output is one row even for no input.
+    Values,
 }
 
 /// Where an output column of the emit kernel comes from.
@@ -141,6 +158,12 @@ pub struct AggregateKernels {
     /// Whether the fold kernel takes a fault word after the lookup tables
     /// ([`ExprCompiler::faults`]).
     pub faults: bool,
+    /// Whether the emit kernel can set the fault word (a decimal AVG past its
+    /// precision, which DataFusion reports as an overflow).
+    pub emit_faults: bool,
+    /// Whether the emit kernel writes exactly one row (a final aggregate without group
+    /// keys), whatever the table holds.
+    pub one_row: bool,
 }
 
 /// How one accumulator is updated and read.
@@ -402,10 +425,22 @@ const ROWS: Acc = Acc {
 /// How one output state column is computed from accumulators.
 #[derive(Debug, Clone)]
 struct StateOutput {
+    /// Statements computing what `value` and `valid` read (usually none).
+    setup: String,
     /// The value: an expression over `a` (the group's accumulators).
     value: String,
     /// The validity, also over `a`.
     valid: String,
+}
+
+impl StateOutput {
+    fn new(value: String, valid: String) -> Self {
+        Self {
+            setup: String::new(),
+            value,
+            valid,
+        }
+    }
 }
 
 fn unsupported(message: String) -> PlacementReason {
@@ -483,7 +518,9 @@ pub fn aggregate_kernels(spec: &AggregateSpec) -> Result<AggregateKernels, Vec<P
                 })
         };
     let mut states: Vec<StateOutput> = Vec::new();
-    for call in &spec.calls {
+    let mut emit_faults = false;
+    let fields = spec.output.fields();
+    for (index, call) in spec.calls.iter().enumerate() {
         let Some(arg) = compiler.compile(&call.arg) else {
             ok = false;
             continue;
@@ -504,12 +541,18 @@ pub fn aggregate_kernels(spec: &AggregateSpec) -> Result<AggregateKernels, Vec<P
         let count_value = format!("(*(const u64*)(a + {}))", count.offset);
         let has_value = format!("({count_value} > 0ULL)");
         let function = call.function;
+        // The output field of this call's value, when the output is final values.
+        let value_field = match spec.mode {
+            AggregateOutput::States => None,
+            AggregateOutput::Values => fields.get(spec.keys.len() + index),
+        };
         if function == AggFunction::Count {
-            for _ in &call.state_fields {
-                states.push(StateOutput {
-                    value: count_value.clone(),
-                    valid: "true".into(),
-                });
+            let outputs = match spec.mode {
+                AggregateOutput::States => call.state_fields.len(),
+                AggregateOutput::Values => 1,
+            };
+            for _ in 0..outputs {
+                states.push(StateOutput::new(count_value.clone(), "true".into()));
             }
             continue;
         }
@@ -555,6 +598,9 @@ pub fn aggregate_kernels(spec: &AggregateSpec) -> Result<AggregateKernels, Vec<P
                 AccKind::MinI64 | AccKind::MaxI64 => format!("*(const long long*){at}"),
             }
         };
+        // The states are checked in both modes: a final value is computed from them as
+        // DataFusion's final aggregate would from its merged states.
+        let mut call_states = Vec::new();
         for field in &call.state_fields {
             let name = field.name();
             let is_count = name.ends_with("[count]");
@@ -566,26 +612,49 @@ pub fn aggregate_kernels(spec: &AggregateSpec) -> Result<AggregateKernels, Vec<P
                 ok = false;
                 continue;
             }
-            let value = if is_count {
-                count_value.clone()
+            call_states.push(if is_count {
+                StateOutput::new(count_value.clone(), "true".into())
             } else {
-                sum_value(field.data_type())
-            };
-            states.push(StateOutput {
-                value,
-                valid: if is_count {
-                    "true".into()
-                } else {
-                    has_value.clone()
-                },
+                StateOutput::new(sum_value(field.data_type()), has_value.clone())
             });
+        }
+        let Some(field) = value_field else {
+            states.extend(call_states);
+            continue;
+        };
+        let value = if function == AggFunction::Avg {
+            let sum = final_values::SumAcc {
+                float: kind == AccKind::AddF64,
+                decimal: kind == AccKind::AddI128,
+                offset: acc.offset,
+            };
+            final_values::average(index, sum, arg.ty, &count_value, field.data_type())
+        } else if state_fits(kind, arg.ty, false, field.data_type()) {
+            Ok(StateOutput::new(
+                sum_value(field.data_type()),
+                has_value.clone(),
+            ))
+        } else {
+            Err(unsupported(format!(
+                "the {function:?} value of type {} does not match the GPU accumulator",
+                field.data_type()
+            )))
+        };
+        match value {
+            Ok(value) => {
+                emit_faults |= value.setup.contains("aether_faults");
+                states.push(value);
+            }
+            Err(reason) => {
+                compiler.add_reason(reason);
+                ok = false;
+            }
         }
     }
 
     // The output columns: keys, then states, checked against the declared schema.
     let mut outputs = Vec::new();
     let mut emit = String::new();
-    let fields = spec.output.fields();
     if fields.len() != spec.keys.len() + states.len() && ok {
         compiler.add_reason(unsupported(format!(
             "the aggregate's output has {} columns where {} keys and {} states were generated",
@@ -653,6 +722,7 @@ pub fn aggregate_kernels(spec: &AggregateSpec) -> Result<AggregateKernels, Vec<P
             continue;
         };
         let value = format!("({c_type})({})", state.value);
+        emit.push_str(&state.setup);
         emit_column(
             &mut emit,
             outputs.len(),
@@ -744,6 +814,12 @@ pub fn aggregate_kernels(spec: &AggregateSpec) -> Result<AggregateKernels, Vec<P
     let rows_update = ROWS.kind.update(&acc_at(ROWS), "1ULL");
     let body = &compiler.body();
     let params = column_params(column_slots);
+    let one_row = spec.keys.is_empty() && spec.mode == AggregateOutput::Values;
+    let emit_kernel = if one_row {
+        final_values::one_row_emit_kernel(&emit)
+    } else {
+        emit_kernel(&emit)
+    };
     let fold_kernel = if spec.keys.is_empty() {
         // One group: each thread folds its rows into its own accumulators (registers),
         // then once into the block's, then the block once into the device table.
@@ -797,18 +873,7 @@ extern "C" __global__ void {AGG_REHASH_ENTRY}(const u64* old_state, const u64* o
     }}
 }}
 
-extern "C" __global__ void {AGG_EMIT_ENTRY}(const u64* state, const u64* table_keys,
-        const unsigned char* acc, long long slots, u64* counter, const u64* outputs) {{
-    const long long stride = (long long)gridDim.x * blockDim.x;
-    for (long long s = (long long)blockIdx.x * blockDim.x + threadIdx.x; s < slots; s += stride) {{
-        if (state[s] < 2ULL) continue;
-        const long long out = (long long)atomicAdd(counter, 1ULL);
-        const u64* keys = table_keys + s * AGG_KEY_WORDS;
-        const unsigned char* a = acc + s * AGG_ACC_BYTES;
-        (void)keys; (void)a;
-{emit}    }}
-}}
-"#,
+{emit_kernel}"#,
         key_alloc = key_words.max(1),
     );
     Ok(AggregateKernels {
@@ -819,7 +884,28 @@ extern "C" __global__ void {AGG_EMIT_ENTRY}(const u64* state, const u64* table_k
         outputs,
         lookups: compiler.lookups().to_vec(),
         faults: compiler.faults(),
+        emit_faults,
+        one_row,
     })
+}
+
+/// The emit kernel: one output row per occupied slot, in no particular order.
+fn emit_kernel(emit: &str) -> String {
+    format!(
+        r#"extern "C" __global__ void {AGG_EMIT_ENTRY}(const u64* state, const u64* table_keys,
+        const unsigned char* acc, long long slots, u64* counter, const u64* outputs,
+        unsigned* aether_faults) {{
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    for (long long s = (long long)blockIdx.x * blockDim.x + threadIdx.x; s < slots; s += stride) {{
+        if (state[s] < 2ULL) continue;
+        const long long out = (long long)atomicAdd(counter, 1ULL);
+        const u64* keys = table_keys + s * AGG_KEY_WORDS;
+        const unsigned char* a = acc + s * AGG_ACC_BYTES;
+        (void)keys; (void)a; (void)aether_faults;
+{emit}    }}
+}}
+"#
+    )
 }
 
 /// Whether a state column of `data_type` can be written from an accumulator of `kind`
@@ -1032,6 +1118,7 @@ mod tests {
             keys: vec![col("k", &input).unwrap()],
             calls,
             output: Arc::new(Schema::new(outputs)),
+            mode: AggregateOutput::States,
         }
     }
 
@@ -1048,5 +1135,78 @@ mod tests {
         // The key cannot be NULL, so it takes no NULL-flag word.
         assert_eq!(kernels.key_words, 1);
         assert_eq!(kernels.outputs.len(), 5);
+    }
+
+    /// [`spec`] as a whole aggregate: keys, then one final value per call.
+    fn final_spec(keys: bool) -> AggregateSpec {
+        let mut spec = spec();
+        let sum = DataType::Decimal128(22, 2);
+        let mut fields = Vec::new();
+        if keys {
+            fields.push(Field::new("k", DataType::Int64, false));
+        } else {
+            spec.keys.clear();
+        }
+        fields.push(Field::new("sum(x)", sum.clone(), true));
+        fields.push(Field::new("avg(x)", DataType::Decimal128(16, 6), true));
+        fields.push(Field::new("sum(y)", sum, true));
+        spec.output = Arc::new(Schema::new(fields));
+        spec.mode = AggregateOutput::Values;
+        spec
+    }
+
+    #[test]
+    fn final_values_divide_averages_as_datafusion_does() {
+        let kernels = aggregate_kernels(&final_spec(true)).unwrap();
+        let source = &kernels.source;
+        assert_eq!(kernels.outputs.len(), 4);
+        assert!(kernels.emit_faults && !kernels.one_row && !kernels.faults);
+        // The sum at scale 2 times 10^4 (the result's scale is 6), divided by the
+        // group's rows (x is never NULL), truncating as Arrow's i128 division does.
+        let factor = crate::codegen::expr::int128_literal(10_000);
+        assert!(
+            source.contains(&format!("avg1_sum * {factor} / (__int128)avg1_count")),
+            "{source}"
+        );
+        assert!(source.contains("const u64 avg1_count = (*(const u64*)(a + 0));"));
+        // Past the result's 16 digits, DataFusion reports an overflow: a fault here.
+        let largest = crate::codegen::expr::int128_literal(10i128.pow(16) - 1);
+        assert!(source.contains(&format!("avg1 > {largest}")), "{source}");
+        assert!(source.contains("atomicOr(aether_faults, 1u)"));
+        // A 16-digit result is written as a 64-bit word.
+        assert!(
+            source.contains("((long long*)outputs[4])[out] = ok ? (long long)((long long)(avg1))")
+        );
+    }
+
+    #[test]
+    fn a_whole_aggregate_without_keys_writes_one_row_even_for_no_input() {
+        let kernels = aggregate_kernels(&final_spec(false)).unwrap();
+        assert!(kernels.one_row);
+        assert_eq!(kernels.outputs.len(), 3);
+        assert!(kernels.source.contains("agg_init_slot(identity);"));
+        // With keys, the emit kernel writes a row per occupied slot.
+        let keyed = aggregate_kernels(&final_spec(true)).unwrap();
+        assert!(!keyed.source.contains("identity"));
+    }
+
+    #[test]
+    fn partial_states_never_fault_in_the_emit_kernel() {
+        let kernels = aggregate_kernels(&spec()).unwrap();
+        assert!(!kernels.emit_faults && !kernels.one_row);
+        assert!(!kernels.source.contains("avg1"));
+    }
+
+    #[test]
+    fn a_final_value_of_another_type_is_refused_with_a_reason() {
+        let mut spec = final_spec(true);
+        let mut fields = spec.output.fields().to_vec();
+        fields[2] = Arc::new(Field::new("avg(x)", DataType::Float64, true));
+        spec.output = Arc::new(Schema::new(fields));
+        let reasons = aggregate_kernels(&spec).unwrap_err();
+        assert!(
+            reasons.iter().any(|r| r.message.contains("final AVG")),
+            "{reasons:?}"
+        );
     }
 }

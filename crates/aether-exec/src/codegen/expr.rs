@@ -122,7 +122,7 @@ fn int_literal(v: i64) -> String {
 }
 
 /// A C literal for an `i128`, built from its two 64-bit halves.
-fn int128_literal(v: i128) -> String {
+pub(crate) fn int128_literal(v: i128) -> String {
     let high = (v >> 64) as u64;
     let low = v as u64;
     format!("((__int128)((((unsigned __int128){high}ULL) << 64) | (unsigned __int128){low}ULL))")

@@ -1,5 +1,8 @@
-//! `GpuHashAggregateExec`: the partial hash aggregate of a GPU segment, fused with the
-//! filters and projections below it into one kernel per batch.
+//! `GpuHashAggregateExec`: the hash aggregate of a GPU segment, fused with the filters
+//! and projections below it into one kernel per batch. It folds every input partition
+//! into one device table, so it writes either DataFusion's partial states (a CPU final
+//! aggregate merges them) or, when placement moved the final aggregate too, the final
+//! values (`mode=Single`).
 
 use std::fmt;
 use std::sync::Arc;
@@ -22,8 +25,8 @@ use super::{
 };
 use crate::codegen::aggregate::AggregateKernels;
 
-/// Groups its input on the GPU and produces DataFusion's partial-aggregate rows (group
-/// keys and each function's state), which a CPU final aggregate completes.
+/// Groups its input on the GPU and produces one row per group: the group keys, then
+/// each function's partial state or final value (as its kernels were generated).
 #[derive(Debug)]
 pub struct GpuHashAggregateExec {
     input: Arc<dyn ExecutionPlan>,

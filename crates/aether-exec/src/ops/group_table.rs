@@ -106,7 +106,7 @@ impl GroupTable {
         };
         let table = new_table(&device, &kernels, &functions, FIRST_SLOTS)?;
         let counters = DeviceBuffer::zeroed(&device, OWNER, 8 * (1 + MAX_IN_FLIGHT))?;
-        let fault_word = if kernels.faults {
+        let fault_word = if kernels.faults || kernels.emit_faults {
             Some(DeviceBuffer::zeroed(&device, OWNER, 4)?)
         } else {
             None
@@ -136,7 +136,8 @@ impl GroupTable {
         let tables = (0..self.kernels.lookups.len())
             .map(|k| self.lookup_table(k, batch))
             .collect::<Result<Vec<_>, _>>()?;
-        let columns = column_pointers(&self.device, batch, &tables, self.fault_word.as_ref());
+        let fold_faults = self.fault_word.as_ref().filter(|_| self.kernels.faults);
+        let columns = column_pointers(&self.device, batch, &tables, fold_faults);
         let overflow = DeviceBuffer::alloc(&self.device, OWNER, 4 * batch.num_rows)?;
         let slot = self.in_flight.len();
         self.run_fold(&columns, batch.num_rows, None, &overflow, slot)?;
@@ -230,8 +231,9 @@ impl GroupTable {
         }
     }
 
-    /// Writes one row per group in the aggregate's output layout, or returns
-    /// [`DeviceError::RowFault`] when some row had no value on the GPU.
+    /// Writes one row per group in the aggregate's output layout (one row in all for a
+    /// final aggregate without keys), or returns [`DeviceError::RowFault`] when some
+    /// row or group had no value on the GPU.
     pub fn emit(&mut self, schema: &SchemaRef) -> Result<DeviceBatch, DeviceError> {
         let settled_groups = self.settle_counting()?.1;
         let device = &self.device;
@@ -239,9 +241,13 @@ impl GroupTable {
             crate::gpu_eval::check_fault_word(device, word)?;
         }
         let start = std::time::Instant::now();
-        let groups = match settled_groups {
-            Some(groups) => groups,
-            None => self.read_counters(1)?[0] as usize,
+        let groups = if self.kernels.one_row {
+            1
+        } else {
+            match settled_groups {
+                Some(groups) => groups,
+                None => self.read_counters(1)?[0] as usize,
+            }
         };
         let mut columns = Vec::with_capacity(schema.fields().len());
         let mut pointers = Vec::with_capacity(2 * schema.fields().len());
@@ -290,11 +296,17 @@ impl GroupTable {
             let outputs = upload_words(device, &pointers)?;
             let counter = DeviceBuffer::zeroed(device, OWNER, 8)?;
             let table = &self.table;
+            let fault_word = match &self.fault_word {
+                Some(word) if self.kernels.emit_faults => KernelArg::Buffer(word),
+                _ => KernelArg::Address(0),
+            };
             // SAFETY: `aether_agg_emit(const u64* state, const u64* keys, const unsigned
-            // char* acc, long long slots, u64* counter, const u64* outputs)`: the table
-            // buffers hold `slots` entries; `outputs` holds a values and a validity
-            // pointer per output column, each sized above for `groups` rows, and the
-            // kernel writes one row per occupied slot, of which there are `groups`.
+            // char* acc, long long slots, u64* counter, const u64* outputs, unsigned*
+            // aether_faults)`: the table buffers hold `slots` entries; `outputs` holds a
+            // values and a validity pointer per output column, each sized above for
+            // `groups` rows, and the kernel writes one row per occupied slot, of which
+            // there are `groups` (or one row, when `one_row`); the kernel writes the
+            // fault word only when `emit_faults`, and then it is a 4-byte buffer.
             unsafe {
                 launch_kernel(
                     device,
@@ -307,8 +319,16 @@ impl GroupTable {
                         KernelArg::I64(table.slots as i64),
                         KernelArg::Buffer(&counter),
                         KernelArg::Buffer(&outputs),
+                        fault_word,
                     ],
                 )?;
+            }
+            if let Some(word) = self
+                .fault_word
+                .as_ref()
+                .filter(|_| self.kernels.emit_faults)
+            {
+                crate::gpu_eval::check_fault_word(device, word)?;
             }
         }
         if crate::trace::enabled() {

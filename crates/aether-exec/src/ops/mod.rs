@@ -2,7 +2,8 @@
 //! other.
 //!
 //! A GPU segment is `HostToDeviceExec -> (GpuFilterExec | GpuProjectExec)* ->
-//! GpuHashAggregateExec -> DeviceToHostExec`. Only the transitions speak
+//! GpuHashAggregateExec -> DeviceToHostExec`, where the aggregate is a partial one or
+//! the whole aggregate (partial and final). Only the transitions speak
 //! `RecordBatch`: inside a segment, operators call [`DeviceExec::execute_device`] on
 //! their child and pass `DeviceBatch`es that never leave the GPU. Filters and
 //! projections are fused into the kernel of the aggregate above them, so they exist in

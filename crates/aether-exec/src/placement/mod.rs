@@ -8,13 +8,17 @@
 //! `DeviceToHostExec <- GpuHashAggregateExec <- Gpu{Project,Filter}Exec* <-
 //! HostToDeviceExec <- input`. Every node that stays on the CPU gets all its reasons.
 //!
-//! The final aggregate above a GPU segment then merges its partial groups in one
-//! partition rather than behind a hash exchange ([`single_partition`]).
+//! The final aggregate above such a partial aggregate joins the segment when its values
+//! can be generated too: the GPU table holds complete groups, so the exchange and the
+//! CPU merge go ([`final_aggregate`]). A final aggregate left on the CPU above a GPU
+//! segment merges its partial groups in one partition rather than behind a hash
+//! exchange ([`single_partition`]).
 //!
 //! Without a device (no GPU, or `aether.sql.mode=explainOnly`) the same decisions are
 //! made and reported, and the plan is returned unchanged.
 
 mod cost;
+mod final_aggregate;
 mod report;
 mod shape;
 mod single_partition;
@@ -31,12 +35,15 @@ use datafusion::physical_optimizer::PhysicalOptimizerRule;
 use datafusion::physical_plan::aggregates::{AggregateExec, AggregateMode};
 use datafusion::physical_plan::filter::FilterExec;
 use datafusion::physical_plan::projection::ProjectionExec;
-use datafusion::physical_plan::{ExecutionPlan, displayable};
+use datafusion::physical_plan::repartition::RepartitionExec;
+use datafusion::physical_plan::{ExecutionPlan, Partitioning, displayable};
 
 pub use cost::{CostModel, Prediction};
 pub use report::{ExplainFilter, Mark, PlacementReport, ReportLine};
 
-use crate::codegen::aggregate::{AggFunction, AggregateCall, AggregateSpec, aggregate_kernels};
+use crate::codegen::aggregate::{
+    AggFunction, AggregateCall, AggregateKernels, AggregateOutput, AggregateSpec, aggregate_kernels,
+};
 use crate::codegen::expr_kernel;
 use crate::codegen::pipeline::Stage;
 use crate::engine::Engine;
@@ -120,6 +127,15 @@ struct Placer<'a> {
     last_segment_few_rows: bool,
 }
 
+/// The final aggregate a GPU segment computes as well (see [`final_aggregate`]).
+struct FinalPart {
+    plan: Arc<dyn ExecutionPlan>,
+    spec: AggregateSpec,
+    kernels: AggregateKernels,
+    /// The partitioning to restore above the segment, if the operators above need it.
+    restore: Option<Partitioning>,
+}
+
 /// A partial aggregate's chain down to its input.
 struct Candidate {
     aggregate: Arc<dyn ExecutionPlan>,
@@ -140,10 +156,7 @@ fn operator_reason(plan: &Arc<dyn ExecutionPlan>) -> PlacementReason {
             AggregateMode::Final | AggregateMode::FinalPartitioned
         )
     {
-        return PlacementReason::new(
-            ReasonCode::UnsupportedOperator,
-            "the final aggregate merges partial states on the CPU (a GPU final aggregate is not implemented yet)",
-        );
+        return final_aggregate::partial_on_cpu();
     }
     if name == "DataSourceExec" {
         return PlacementReason::new(
@@ -198,9 +211,23 @@ impl Placer<'_> {
         depth: usize,
     ) -> Result<Arc<dyn ExecutionPlan>> {
         if let Some(candidate) = candidate(plan) {
-            return self.visit_candidate(candidate, depth);
+            let decision = self.decide(&candidate.aggregate, &candidate.chain, &candidate.source);
+            return self.visit_candidate(candidate, decision, depth, None);
         }
         let mut reasons = vec![operator_reason(plan)];
+        if let Some(pair) = final_aggregate::final_over_partial(plan) {
+            let partial = &pair.partial;
+            let decision = self.decide(&partial.aggregate, &partial.chain, &partial.source);
+            match &decision {
+                Decision::Gpu(spec, _) => match final_aggregate::final_kernels(spec, plan) {
+                    Ok((spec, kernels)) => {
+                        return self.visit_gpu_final(pair, decision, spec, kernels, depth);
+                    }
+                    Err(why) => reasons = why,
+                },
+                Decision::Cpu(..) => reasons = vec![final_aggregate::partial_on_cpu()],
+            }
+        }
         if plan.is::<FilterExec>() || plan.is::<ProjectionExec>() {
             reasons = vec![PlacementReason::new(
                 ReasonCode::NeedsGpuAggregate,
@@ -310,17 +337,52 @@ impl Placer<'_> {
         }
     }
 
+    /// A final aggregate whose partial aggregate goes to the GPU, computed there too.
+    fn visit_gpu_final(
+        &mut self,
+        pair: final_aggregate::FinalOverPartial,
+        decision: Decision,
+        spec: AggregateSpec,
+        kernels: AggregateKernels,
+        mut depth: usize,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        let restore = final_aggregate::partitioning_to_restore(&pair.final_plan, self.spine);
+        if restore.is_some() {
+            self.lines.push(ReportLine {
+                depth,
+                mark: Mark::NotOnGpu,
+                kind: "Exec",
+                class: "RepartitionExec".into(),
+                text: None,
+                reasons: vec![PlacementReason::new(
+                    ReasonCode::UnsupportedOperator,
+                    "GPU does not currently support the operator RepartitionExec (it restores the final aggregate's hash partitioning for the operator above)",
+                )],
+            });
+            depth += 1;
+        }
+        self.line(depth, Mark::OnGpu, &pair.final_plan, Vec::new());
+        let final_part = FinalPart {
+            plan: pair.final_plan,
+            spec,
+            kernels,
+            restore,
+        };
+        self.visit_candidate(pair.partial, decision, depth + 1, Some(final_part))
+    }
+
     fn visit_candidate(
         &mut self,
         candidate: Candidate,
+        decision: Decision,
         depth: usize,
+        final_part: Option<FinalPart>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
         let Candidate {
             aggregate,
             chain,
             source,
         } = candidate;
-        let decision = self.decide(&aggregate, &chain, &source);
         match decision {
             Decision::Gpu(spec, kernels) => {
                 self.line(depth, Mark::OnGpu, &aggregate, Vec::new());
@@ -332,7 +394,7 @@ impl Placer<'_> {
                 let new_source = self.visit(&source, source_depth)?;
                 self.last_segment_few_rows = few_rows;
                 let Some(device) = &self.settings.device else {
-                    return Ok(aggregate);
+                    return Ok(final_part.map_or(aggregate, |part| part.plan));
                 };
                 let mut gpu: Arc<dyn ExecutionPlan> = Arc::new(HostToDeviceExec::new(
                     new_source,
@@ -355,17 +417,32 @@ impl Placer<'_> {
                     .trim_start_matches("AggregateExec: ")
                     .trim_end()
                     .to_string();
+                // The CPU plan the segment replaces, run if the GPU cannot finish.
+                let (kernels, output, description, fallback, restore) = match final_part {
+                    Some(part) => (
+                        part.kernels,
+                        part.spec.output,
+                        final_aggregate::single_description(&description),
+                        part.plan,
+                        part.restore,
+                    ),
+                    None => (kernels, spec.output, description, aggregate, None),
+                };
                 let gpu: Arc<dyn ExecutionPlan> = Arc::new(GpuHashAggregateExec::new(
                     gpu,
                     Arc::clone(device),
                     kernels,
-                    Arc::clone(&spec.output),
+                    output,
                     description,
                 ));
-                Ok(Arc::new(
-                    DeviceToHostExec::new(gpu, Arc::clone(device), aggregate)
+                let exit: Arc<dyn ExecutionPlan> = Arc::new(
+                    DeviceToHostExec::new(gpu, Arc::clone(device), fallback)
                         .with_few_rows(few_rows),
-                ))
+                );
+                Ok(match restore {
+                    Some(partitioning) => Arc::new(RepartitionExec::try_new(exit, partitioning)?),
+                    None => exit,
+                })
             }
             Decision::Cpu(mark, reasons) => {
                 self.line(depth, mark, &aggregate, reasons);
@@ -634,6 +711,7 @@ fn aggregate_spec(
             .collect(),
         calls,
         output: aggregate.schema(),
+        mode: AggregateOutput::States,
     })
 }
 
