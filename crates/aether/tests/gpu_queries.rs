@@ -68,7 +68,23 @@ async fn compare(cpu: &AetherContext, gpu: &AetherContext, sql: &str) -> bool {
         .iter()
         .any(|p| p.gpu_nodes() > 0 && p.whole_plan.is_none());
     let (expected, actual) = (rows(&expected.batches), rows(&actual.batches));
-    assert_eq!(expected.len(), actual.len(), "row counts differ for {sql}");
+    if expected.len() != actual.len() {
+        let extra: Vec<_> = actual
+            .iter()
+            .filter(|row| expected.binary_search(row).is_err())
+            .take(5)
+            .collect();
+        let missing: Vec<_> = expected
+            .iter()
+            .filter(|row| actual.binary_search(row).is_err())
+            .take(5)
+            .collect();
+        panic!(
+            "row counts differ for {sql}: CPU {}, GPU {}\nonly on the GPU: {extra:?}\nonly on the CPU: {missing:?}",
+            expected.len(),
+            actual.len()
+        );
+    }
     for (e, a) in expected.iter().zip(&actual) {
         let equal = e.len() == a.len() && e.iter().zip(a).all(|(x, y)| same_value(x, y));
         assert!(equal, "{sql}\nCPU: {e:?}\nGPU: {a:?}");

@@ -369,6 +369,10 @@ __device__ long long agg_find_or_insert(u64* state, u64* keys, long long mask,
             }
         }
         while (seen == AGG_BUSY) seen = ((volatile u64*)state)[pos];
+        // A claim given back (the table was full) leaves the slot empty: try it again.
+        // Probing past it would let a later thread insert the same key there, and the
+        // key would then hold two slots.
+        if (seen == AGG_EMPTY) continue;
         if (seen == tag) {
             bool same = true;
             for (int w = 0; w < AGG_KEY_WORDS; ++w)

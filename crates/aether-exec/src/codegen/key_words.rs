@@ -6,6 +6,10 @@
 //! half a word, and two such keys share one: TPC-H Q1's two flag codes are one word.
 //! Wider keys take one word, or two for a 128-bit decimal. The NULL flags, when some
 //! key can be NULL, follow in one more word (see `aggregate.rs`).
+//!
+//! A float key is packed with `-0.0` folded into `+0.0`: DataFusion's group values
+//! canonicalize floats so, making `-0.0` and `0.0` one group shown as `0.0`. A NaN
+//! keeps its bits, so NaNs of different payloads stay apart, as they do there.
 
 use std::fmt::Write as _;
 
@@ -123,7 +127,9 @@ fn half_word_expr(value: &Value) -> Option<String> {
     let x = &value.value;
     match value.ty {
         CudaType::Bool => Some(format!("({x} ? 1ULL : 0ULL)")),
-        CudaType::F32 => Some(format!("(u64)(unsigned)__float_as_int({x})")),
+        CudaType::F32 => Some(format!(
+            "(u64)(unsigned)__float_as_int(({x}) == 0.0f ? 0.0f : ({x}))"
+        )),
         CudaType::I8 | CudaType::I16 | CudaType::I32 | CudaType::StrCode => {
             Some(format!("(u64)(unsigned)({x})"))
         }
@@ -135,7 +141,9 @@ fn half_word_expr(value: &Value) -> Option<String> {
 fn whole_word_exprs(value: &Value) -> Vec<String> {
     let x = &value.value;
     match value.ty {
-        CudaType::F64 => vec![format!("(u64)__double_as_longlong({x})")],
+        CudaType::F64 => vec![format!(
+            "(u64)__double_as_longlong(({x}) == 0.0 ? 0.0 : ({x}))"
+        )],
         CudaType::Dec128 { .. } => vec![
             format!("(u64)({x})"),
             format!("(u64)((unsigned __int128)({x}) >> 64)"),
@@ -190,6 +198,21 @@ mod tests {
         assert_eq!(
             key_value_expr(layout.placements[2], CudaType::StrCode, "int"),
             "(int)((int)(unsigned)(keys[0] >> 32))"
+        );
+    }
+
+    #[test]
+    fn float_keys_fold_negative_zero_into_zero() {
+        let values = [value("f", CudaType::F32), value("d", CudaType::F64)];
+        let layout = key_layout(&values);
+        let statements = key_word_statements(&layout, &values);
+        assert!(
+            statements.contains("__float_as_int((x_f) == 0.0f ? 0.0f : (x_f))"),
+            "{statements}"
+        );
+        assert!(
+            statements.contains("__double_as_longlong((x_d) == 0.0 ? 0.0 : (x_d))"),
+            "{statements}"
         );
     }
 }
