@@ -26,6 +26,7 @@ use datafusion::scalar::ScalarValue;
 use super::types::CudaType;
 use crate::reason::{PlacementReason, ReasonCode};
 
+mod checked_decimal;
 mod numeric_cast;
 mod quotient;
 mod temporal;
@@ -649,6 +650,12 @@ impl ExprCompiler {
             let c = result.c_name();
             match op {
                 // Arrow rescales both operands to the result's scale, then adds.
+                Operator::Plus | Operator::Minus
+                    if ls <= scale && rs <= scale && c == "__int128" =>
+                {
+                    let subtract = op == Operator::Minus;
+                    self.checked_decimal_sum(subtract, (l, ls), (r, rs), scale, valid)
+                }
                 Operator::Plus | Operator::Minus if ls <= scale && rs <= scale => {
                     let rescale = |v: &str, from: i8| {
                         let factor = 10i128.pow((scale - from) as u32);
@@ -663,7 +670,7 @@ impl ExprCompiler {
                 // A product's scale is the sum of the operands' scales.
                 Operator::Multiply if i16::from(ls) + i16::from(rs) == i16::from(scale) => {
                     if c == "__int128" {
-                        format!("aether_mul_i128((__int128){l}, (__int128){r})")
+                        self.checked_decimal_product(l, r, valid)
                     } else {
                         format!("(({c}){l} {symbol} ({c}){r})")
                     }

@@ -43,6 +43,51 @@ __device__ __forceinline__ __int128 aether_mul_i128(__int128 a, __int128 b) {
     return a * b;
 }
 
+// Arrow's checked 128-bit decimal arithmetic (`add_checked`, `sub_checked`,
+// `mul_checked`): the wrapped result, with the fault word set for a valid row where
+// Arrow reports an overflow (see `codegen/expr/checked_decimal.rs`).
+__device__ __forceinline__ __int128 aether_add_i128_checked(__int128 a, __int128 b, bool valid, unsigned* faults) {
+    const __int128 s = (__int128)((unsigned __int128)a + (unsigned __int128)b);
+    if (valid && ((a ^ s) & (b ^ s)) < 0) atomicOr(faults, 1u);
+    return s;
+}
+__device__ __forceinline__ __int128 aether_sub_i128_checked(__int128 a, __int128 b, bool valid, unsigned* faults) {
+    const __int128 d = (__int128)((unsigned __int128)a - (unsigned __int128)b);
+    if (valid && ((a ^ b) & (a ^ d)) < 0) atomicOr(faults, 1u);
+    return d;
+}
+// `a` times a power of ten `factor`, which overflows exactly when |a| > `bound`
+// (i128::MAX / factor: a power of ten never divides 2^127).
+__device__ __forceinline__ __int128 aether_scale_i128_checked(__int128 a, __int128 factor, __int128 bound, bool valid, unsigned* faults) {
+    if (valid && (a > bound || a < -bound)) atomicOr(faults, 1u);
+    return (__int128)((unsigned __int128)a * (unsigned __int128)factor);
+}
+// Whether `a * b` overflows 128 bits, from the magnitudes' 64-bit halves: no 128-bit
+// division, whose long subroutine would sit in every kernel with a wide product.
+__device__ __forceinline__ bool aether_mul_i128_overflows(__int128 a, __int128 b) {
+    const bool negative = (a < 0) != (b < 0);
+    const unsigned __int128 ua = a < 0 ? (unsigned __int128)0 - (unsigned __int128)a : (unsigned __int128)a;
+    const unsigned __int128 ub = b < 0 ? (unsigned __int128)0 - (unsigned __int128)b : (unsigned __int128)b;
+    const u64 ah = (u64)(ua >> 64), al = (u64)ua, bh = (u64)(ub >> 64), bl = (u64)ub;
+    if (ah != 0ULL && bh != 0ULL) return true;
+    // One high half is 0: |a * b| = (ah * bl + al * bh) * 2^64 + al * bl.
+    if (__umul64hi(ah, bl) != 0ULL || __umul64hi(al, bh) != 0ULL) return true;
+    const u64 cross = ah * bl + al * bh;
+    const u64 top = cross + __umul64hi(al, bl);
+    if (top < cross) return true;
+    // Fits below 2^127, or is exactly 2^127 with a negative sign (i128::MIN).
+    if (top < 0x8000000000000000ULL) return false;
+    return !(negative && top == 0x8000000000000000ULL && al * bl == 0ULL);
+}
+// Operands within 64 bits cannot overflow (|a * b| < 2^126): the fast path of
+// `aether_mul_i128`, unchanged.
+__device__ __forceinline__ __int128 aether_mul_i128_checked(__int128 a, __int128 b, bool valid, unsigned* faults) {
+    const long long la = (long long)a, lb = (long long)b;
+    if ((__int128)la == a && (__int128)lb == b) return aether_mul_i128(a, b);
+    if (valid && aether_mul_i128_overflows(a, b)) atomicOr(faults, 1u);
+    return (__int128)((unsigned __int128)a * (unsigned __int128)b);
+}
+
 // Arrow's float order: NaN equals NaN and sorts above every number; -0.0 equals 0.0.
 __device__ __forceinline__ int aether_cmp_f(double a, double b) {
     const bool an = isnan(a), bn = isnan(b);
@@ -209,11 +254,35 @@ mod tests {
         let kernel = expr_kernel(&expr, &schema).unwrap();
         assert_eq!(kernel.data_type, DataType::Decimal128(31, 4));
         assert!(matches!(kernel.output, CudaType::Dec128 { scale: 4, .. }));
+        // Checked as Arrow's `mul_checked`: an overflow sets the fault word.
         assert!(
-            kernel.source.contains("aether_mul_i128("),
+            kernel.source.contains("aether_mul_i128_checked("),
             "{}",
             kernel.source
         );
+        assert!(kernel.faults);
+    }
+
+    #[test]
+    fn wide_decimal_sums_rescale_and_add_with_overflow_checks() {
+        let schema = lineitem_schema();
+        // Decimal(31, 4) + Decimal(15, 2): the right operand is rescaled by 100 first.
+        let expr = physical("l_extendedprice * l_discount + l_extendedprice", &schema);
+        let kernel = expr_kernel(&expr, &schema).unwrap();
+        assert!(kernel.faults);
+        let bound = crate::codegen::expr::int128_literal(i128::MAX / 100);
+        assert!(
+            kernel.source.contains("aether_add_i128_checked(")
+                && kernel.source.contains(&format!(
+                    ", {}, {bound}, ",
+                    crate::codegen::expr::int128_literal(100)
+                )),
+            "{}",
+            kernel.source
+        );
+        // A narrow sum (precision up to 18, 64 bits on the device) is not checked.
+        let narrow = expr_kernel(&physical("l_discount + l_quantity", &schema), &schema).unwrap();
+        assert!(!narrow.faults, "{}", narrow.source);
     }
 
     #[test]

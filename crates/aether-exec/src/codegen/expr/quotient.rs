@@ -9,9 +9,9 @@
 //! evaluates (a filtered-out row, a CASE branch not taken), returns its result. The
 //! kernel evaluates every row and branch, a superset of what the CPU evaluates, so a
 //! clear fault word means no division or checked cast here would have failed on the
-//! CPU. (128-bit decimal sums and products still wrap where Arrow raises an overflow
-//! error; they do not fault yet.) A guarded division such as
-//! `CASE WHEN k <> 0 THEN n / k END` faults whenever some `k` is 0, so it runs twice.
+//! CPU. (128-bit decimal sums and products fault the same way: `checked_decimal.rs`.)
+//! A guarded division such as `CASE WHEN k <> 0 THEN n / k END` faults whenever some
+//! `k` is 0, so it runs twice.
 //!
 //! Decimal division follows Arrow's `div` for `Decimal128`: the result scale is the
 //! dividend's plus 4 (at most 38), the dividend is multiplied by
