@@ -286,6 +286,17 @@ mod tests {
     }
 
     #[test]
+    fn integer_to_decimal_casts_check_only_what_can_overflow() {
+        let schema = lineitem_schema();
+        // Every Int64 (|MIN| = 2^63 < 10^19) fits 20 digits: no fault check.
+        let wide = expr_kernel(&physical("cast(n as decimal(20, 0))", &schema), &schema).unwrap();
+        assert!(!wide.faults, "{}", wide.source);
+        // Ten digits before the point do not hold every Int64.
+        let narrow = expr_kernel(&physical("cast(n as decimal(12, 2))", &schema), &schema).unwrap();
+        assert!(narrow.faults, "{}", narrow.source);
+    }
+
+    #[test]
     fn float_comparisons_use_arrows_nan_order() {
         let schema = lineitem_schema();
         let kernel = expr_kernel(&physical("x > 1.5", &schema), &schema).unwrap();

@@ -50,7 +50,8 @@ impl ExprCompiler {
     }
 
     /// `CAST(integer AS Decimal(p, s))` for `0 <= s <= 19` (the product then fits 128
-    /// bits); a value past the precision faults.
+    /// bits); a value past the precision faults. Where every value of the integer type
+    /// fits (`CAST(ps_availqty AS Decimal(10, 0))` of an `Int32`), no check is made.
     pub(super) fn integer_to_decimal(&mut self, arg: &Value, target: CudaType) -> Option<Value> {
         let (CudaType::Dec64 { precision, scale } | CudaType::Dec128 { precision, scale }) = target
         else {
@@ -66,14 +67,30 @@ impl ExprCompiler {
             "        const __int128 {scaled} = (__int128){} * {factor};\n",
             arg.value
         ));
-        self.fault_when(&format!(
-            "{} && ({scaled} > {limit} || {scaled} < -{limit})",
-            arg.valid
-        ));
+        let largest = 10i128.pow(u32::from(precision)) - 1;
+        let always_fits = integer_magnitude(arg.ty)
+            .is_some_and(|magnitude| magnitude * 10i128.pow(scale as u32) <= largest);
+        if !always_fits {
+            self.fault_when(&format!(
+                "{} && ({scaled} > {limit} || {scaled} < -{limit})",
+                arg.valid
+            ));
+        }
         Some(self.emit(
             target,
             &format!("({}){scaled}", target.c_name()),
             &arg.valid,
         ))
     }
+}
+
+/// The largest magnitude a value of integer type `ty` takes (`|MIN|`).
+fn integer_magnitude(ty: CudaType) -> Option<i128> {
+    Some(match ty {
+        CudaType::I8 => 1 << 7,
+        CudaType::I16 => 1 << 15,
+        CudaType::I32 => 1 << 31,
+        CudaType::I64 => 1 << 63,
+        _ => return None,
+    })
 }
