@@ -271,9 +271,10 @@ __device__ __forceinline__ void aggl_max_i64(unsigned char* a, long long v) { lo
 __device__ __forceinline__ void aggl_min_u64(unsigned char* a, u64 v) { u64* p = (u64*)a; if (v < *p) *p = v; }
 __device__ __forceinline__ void aggl_max_u64(unsigned char* a, u64 v) { u64* p = (u64*)a; if (v > *p) *p = v; }
 __device__ __forceinline__ void aggl_add_i128(unsigned char* a, __int128 v) {
-    const __int128 sum = agg_read_i128(a) + v;
+    // Unsigned: the sum wraps as DataFusion's does, where a signed one is undefined.
+    const unsigned __int128 sum = (unsigned __int128)agg_read_i128(a) + (unsigned __int128)v;
     ((u64*)a)[0] = (u64)sum;
-    ((u64*)a)[1] = (u64)((unsigned __int128)sum >> 64);
+    ((u64*)a)[1] = (u64)(sum >> 64);
 }
 
 // Warp-wide folds of one thread's accumulators into lane 0's (all 32 lanes call).
@@ -817,6 +818,7 @@ pub fn aggregate_kernels(spec: &AggregateSpec) -> Result<AggregateKernels, Vec<P
         .collect::<String>();
     let rows_update = ROWS.kind.update(&acc_at(ROWS), "1ULL");
     let body = &compiler.body();
+    let faults = (compiler.fault_prologue(), compiler.fault_epilogue());
     let params = column_params(column_slots);
     let one_row = spec.keys.is_empty() && spec.mode == AggregateOutput::Values;
     let emit_kernel = if one_row {
@@ -833,9 +835,15 @@ pub fn aggregate_kernels(spec: &AggregateSpec) -> Result<AggregateKernels, Vec<P
                 .replace("agg_min_", "aggl_min_")
                 .replace("agg_max_", "aggl_max_")
         };
-        global_fold_kernel(&params, body, &local(&rows_update), &local(&updates))
+        global_fold_kernel(
+            &params,
+            body,
+            &local(&rows_update),
+            &local(&updates),
+            &faults,
+        )
     } else {
-        keyed_fold_kernel(&params, body, &key_setup, &rows_update, &updates)
+        keyed_fold_kernel(&params, body, &key_setup, &rows_update, &updates, &faults)
     };
     let source = format!(
         r#"{PRELUDE}{DATE_PRELUDE}{I128_TO_F64}
@@ -931,7 +939,13 @@ fn state_fits(kind: AccKind, arg: CudaType, is_count: bool, data_type: &DataType
 }
 
 /// The fold kernel of an aggregate without group keys.
-fn global_fold_kernel(params: &str, body: &str, rows_update: &str, updates: &str) -> String {
+fn global_fold_kernel(
+    params: &str,
+    body: &str,
+    rows_update: &str,
+    updates: &str,
+    (fault_prologue, fault_epilogue): &(String, String),
+) -> String {
     format!(
         r#"extern "C" __global__ void {AGG_ENTRY}(long long rows, const unsigned* __restrict__ row_ids,
         u64* state, u64* keys, unsigned char* acc, long long mask, long long max_fill,
@@ -941,12 +955,12 @@ fn global_fold_kernel(params: &str, body: &str, rows_update: &str, updates: &str
     agg_init_slot(my);
     if (threadIdx.x == 0) agg_init_slot(block_acc);
     __syncthreads();
-    const long long stride = (long long)gridDim.x * blockDim.x;
+{fault_prologue}    const long long stride = (long long)gridDim.x * blockDim.x;
     for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < rows; i += stride) {{
         const long long row = row_ids ? (long long)row_ids[i] : i;
 {body}        {rows_update}
 {updates}    }}
-    // Lane 0 of each warp folds the warp's accumulators (shuffles, no atomics), so
+{fault_epilogue}    // Lane 0 of each warp folds the warp's accumulators (shuffles, no atomics), so
     // the block's accumulators take one update per warp instead of one per thread.
     agg_warp_fold(my);
     if ((threadIdx.x & 31) == 0 && *(const u64*)my > 0ULL) agg_merge_slot(block_acc, my);
@@ -975,6 +989,7 @@ fn keyed_fold_kernel(
     key_setup: &str,
     rows_update: &str,
     updates: &str,
+    (fault_prologue, fault_epilogue): &(String, String),
 ) -> String {
     format!(
         r#"extern "C" __global__ void {AGG_ENTRY}(long long rows, const unsigned* __restrict__ row_ids,
@@ -990,7 +1005,7 @@ fn keyed_fold_kernel(
         agg_init_slot(local_acc + i * AGG_ACC_BYTES);
     }}
     __syncthreads();
-    const long long stride = (long long)gridDim.x * blockDim.x;
+{fault_prologue}    const long long stride = (long long)gridDim.x * blockDim.x;
     for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < rows; i += stride) {{
         const long long row = row_ids ? (long long)row_ids[i] : i;
 {body}{key_setup}        long long slot = -1;
@@ -1032,7 +1047,7 @@ fn keyed_fold_kernel(
         }}
         {rows_update}
 {updates}    }}
-    __syncthreads();
+{fault_epilogue}    __syncthreads();
     for (int i = threadIdx.x; i < AGG_LOCAL_SLOTS; i += blockDim.x) {{
         const long long slot = local_slot[i];
         if (local_tag[i] >= 2ULL && slot >= 0)

@@ -233,16 +233,32 @@ impl ExprCompiler {
     /// read: one DRAM round trip per stage. Loaded up front, a row's columns are in
     /// flight together (each load reads inside its column, whatever the filters keep).
     pub fn body(&self) -> String {
-        let faults = if self.faults {
+        format!("{}{}", self.loads, self.body)
+    }
+
+    /// The statement a kernel runs before its row loop: each thread collects its rows'
+    /// fault bits in a register (see `quotient.rs`), so a row that may fault costs no
+    /// atomic and no branch on a side effect.
+    pub fn fault_prologue(&self) -> String {
+        if self.faults {
+            "    unsigned aether_fault_bits = 0u;\n".to_string()
+        } else {
+            String::new()
+        }
+    }
+
+    /// The statement a kernel runs after its row loop: one atomic per thread that met a
+    /// faulting row, into the fault word (the last column pointer).
+    pub fn fault_epilogue(&self) -> String {
+        if self.faults {
             let slot = 2 * (self.input.fields().len() + self.lookups.len());
             format!(
-                "        unsigned* const aether_faults = (unsigned*){};\n",
+                "    if (aether_fault_bits != 0u) atomicOr((unsigned*){}, aether_fault_bits);\n",
                 column_word(slot)
             )
         } else {
             String::new()
-        };
-        format!("{faults}{}{}", self.loads, self.body)
+        }
     }
 
     /// Every reason found so far that the expression cannot run on the GPU.
@@ -649,12 +665,20 @@ impl ExprCompiler {
         ) {
             let c = result.c_name();
             match op {
-                // Arrow rescales both operands to the result's scale, then adds.
+                // Arrow rescales both operands to the result's scale, then adds (by
+                // at most 10^38: a larger factor only comes with negative scales).
+                Operator::Plus | Operator::Minus
+                    if scale.abs_diff(ls).max(scale.abs_diff(rs)) > 38 =>
+                {
+                    return self.refuse(unsupported(format!(
+                        "decimal {op} rescaling by more than 38 digits is not generated for the GPU: {expr}"
+                    )));
+                }
                 Operator::Plus | Operator::Minus
                     if ls <= scale && rs <= scale && c == "__int128" =>
                 {
                     let subtract = op == Operator::Minus;
-                    self.checked_decimal_sum(subtract, (l, ls), (r, rs), scale, valid)
+                    self.checked_decimal_sum(subtract, (left, right), scale, valid)
                 }
                 Operator::Plus | Operator::Minus if ls <= scale && rs <= scale => {
                     let rescale = |v: &str, from: i8| {
@@ -670,7 +694,7 @@ impl ExprCompiler {
                 // A product's scale is the sum of the operands' scales.
                 Operator::Multiply if i16::from(ls) + i16::from(rs) == i16::from(scale) => {
                     if c == "__int128" {
-                        self.checked_decimal_product(l, r, valid)
+                        self.checked_decimal_product(left, right, valid)
                     } else {
                         format!("(({c}){l} {symbol} ({c}){r})")
                     }

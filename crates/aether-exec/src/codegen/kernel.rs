@@ -44,22 +44,22 @@ __device__ __forceinline__ __int128 aether_mul_i128(__int128 a, __int128 b) {
 }
 
 // Arrow's checked 128-bit decimal arithmetic (`add_checked`, `sub_checked`,
-// `mul_checked`): the wrapped result, with the fault word set for a valid row where
-// Arrow reports an overflow (see `codegen/expr/checked_decimal.rs`).
-__device__ __forceinline__ __int128 aether_add_i128_checked(__int128 a, __int128 b, bool valid, unsigned* faults) {
+// `mul_checked`): the wrapped result, with bit 1 set in the thread's fault bits for a
+// valid row where Arrow reports an overflow (see `codegen/expr/checked_decimal.rs`).
+__device__ __forceinline__ __int128 aether_add_i128_checked(__int128 a, __int128 b, bool valid, unsigned& fault_bits) {
     const __int128 s = (__int128)((unsigned __int128)a + (unsigned __int128)b);
-    if (valid && ((a ^ s) & (b ^ s)) < 0) atomicOr(faults, 1u);
+    fault_bits |= (valid && ((a ^ s) & (b ^ s)) < 0) ? 1u : 0u;
     return s;
 }
-__device__ __forceinline__ __int128 aether_sub_i128_checked(__int128 a, __int128 b, bool valid, unsigned* faults) {
+__device__ __forceinline__ __int128 aether_sub_i128_checked(__int128 a, __int128 b, bool valid, unsigned& fault_bits) {
     const __int128 d = (__int128)((unsigned __int128)a - (unsigned __int128)b);
-    if (valid && ((a ^ b) & (a ^ d)) < 0) atomicOr(faults, 1u);
+    fault_bits |= (valid && ((a ^ b) & (a ^ d)) < 0) ? 1u : 0u;
     return d;
 }
 // `a` times a power of ten `factor`, which overflows exactly when |a| > `bound`
 // (i128::MAX / factor: a power of ten never divides 2^127).
-__device__ __forceinline__ __int128 aether_scale_i128_checked(__int128 a, __int128 factor, __int128 bound, bool valid, unsigned* faults) {
-    if (valid && (a > bound || a < -bound)) atomicOr(faults, 1u);
+__device__ __forceinline__ __int128 aether_scale_i128_checked(__int128 a, __int128 factor, __int128 bound, bool valid, unsigned& fault_bits) {
+    fault_bits |= (valid && (a > bound || a < -bound)) ? 1u : 0u;
     return (__int128)((unsigned __int128)a * (unsigned __int128)factor);
 }
 // Whether `a * b` overflows 128 bits, from the magnitudes' 64-bit halves: no 128-bit
@@ -81,10 +81,10 @@ __device__ __forceinline__ bool aether_mul_i128_overflows(__int128 a, __int128 b
 }
 // Operands within 64 bits cannot overflow (|a * b| < 2^126): the fast path of
 // `aether_mul_i128`, unchanged.
-__device__ __forceinline__ __int128 aether_mul_i128_checked(__int128 a, __int128 b, bool valid, unsigned* faults) {
+__device__ __forceinline__ __int128 aether_mul_i128_checked(__int128 a, __int128 b, bool valid, unsigned& fault_bits) {
     const long long la = (long long)a, lb = (long long)b;
     if ((__int128)la == a && (__int128)lb == b) return aether_mul_i128(a, b);
-    if (valid && aether_mul_i128_overflows(a, b)) atomicOr(faults, 1u);
+    fault_bits |= (valid && aether_mul_i128_overflows(a, b)) ? 1u : 0u;
     return (__int128)((unsigned __int128)a * (unsigned __int128)b);
 }
 
@@ -158,14 +158,16 @@ extern \"C\" __global__ void {EVAL_ENTRY}(const u64* __restrict__ columns,
                                           long long rows,
                                           unsigned char* __restrict__ out_values,
                                           unsigned char* __restrict__ out_valid) {{
-{column_locals}    const long long stride = (long long)gridDim.x * blockDim.x;
+{column_locals}{fault_prologue}    const long long stride = (long long)gridDim.x * blockDim.x;
     for (long long row = (long long)blockIdx.x * blockDim.x + threadIdx.x; row < rows; row += stride) {{
 {body}        out_valid[row] = {valid} ? 1 : 0;
         {store}
     }}
-}}
+{fault_epilogue}}}
 ",
         body = compiler.body(),
+        fault_prologue = compiler.fault_prologue(),
+        fault_epilogue = compiler.fault_epilogue(),
         valid = result.valid,
         column_locals = (0..compiler.column_slots())
             .map(|slot| format!("    const u64 {} = columns[{slot}];\n", column_word(slot)))
@@ -254,28 +256,46 @@ mod tests {
         let kernel = expr_kernel(&expr, &schema).unwrap();
         assert_eq!(kernel.data_type, DataType::Decimal128(31, 4));
         assert!(matches!(kernel.output, CudaType::Dec128 { scale: 4, .. }));
-        // Checked as Arrow's `mul_checked`: an overflow sets the fault word.
+        // 15 and 15 digits cannot overflow 128 bits: no check.
         assert!(
-            kernel.source.contains("aether_mul_i128_checked("),
+            kernel.source.contains("aether_mul_i128(") && !kernel.faults,
             "{}",
             kernel.source
         );
-        assert!(kernel.faults);
+        // 31 and 31 digits can: checked as Arrow's `mul_checked`, a fault on overflow.
+        let expr = physical(
+            "(l_extendedprice * l_discount) * (l_extendedprice * l_discount)",
+            &schema,
+        );
+        let kernel = expr_kernel(&expr, &schema).unwrap();
+        assert!(
+            kernel.source.contains("aether_mul_i128_checked(") && kernel.faults,
+            "{}",
+            kernel.source
+        );
     }
 
     #[test]
     fn wide_decimal_sums_rescale_and_add_with_overflow_checks() {
         let schema = lineitem_schema();
-        // Decimal(31, 4) + Decimal(15, 2): the right operand is rescaled by 100 first.
+        // Decimal(31, 4) + Decimal(15, 2), rescaled to 31 and 17 digits: cannot overflow.
         let expr = physical("l_extendedprice * l_discount + l_extendedprice", &schema);
         let kernel = expr_kernel(&expr, &schema).unwrap();
+        assert!(!kernel.faults, "{}", kernel.source);
+        // Decimal(38, 6) + Decimal(15, 2): 38 digits can; the right operand is rescaled
+        // by 10^4 with its own check first.
+        let expr = physical(
+            "l_extendedprice * l_discount * l_quantity + l_extendedprice",
+            &schema,
+        );
+        let kernel = expr_kernel(&expr, &schema).unwrap();
         assert!(kernel.faults);
-        let bound = crate::codegen::expr::int128_literal(i128::MAX / 100);
+        let bound = crate::codegen::expr::int128_literal(i128::MAX / 10_000);
         assert!(
             kernel.source.contains("aether_add_i128_checked(")
                 && kernel.source.contains(&format!(
                     ", {}, {bound}, ",
-                    crate::codegen::expr::int128_literal(100)
+                    crate::codegen::expr::int128_literal(10_000)
                 )),
             "{}",
             kernel.source
@@ -379,7 +399,7 @@ mod tests {
         assert_eq!(kernel.data_type, DataType::Int64);
         assert!(!kernel.faults);
         assert!(
-            !kernel.source.contains("aether_faults"),
+            !kernel.source.contains("aether_fault_bits"),
             "{}",
             kernel.source
         );
@@ -387,16 +407,17 @@ mod tests {
             let kernel = expr_kernel(&physical(sql, &schema), &schema)
                 .unwrap_or_else(|reasons| panic!("{sql}: {reasons:?}"));
             assert!(kernel.faults, "{sql}");
-            // The fault word is the pointer after the 7 columns' 14.
+            // Rows set bits in a register; each thread ORs them once, after its row
+            // loop, into the fault word: the pointer after the 7 columns' 14.
             assert!(
-                kernel
-                    .source
-                    .contains("unsigned* const aether_faults = (unsigned*)col14;"),
+                kernel.source.contains("aether_fault_bits |= (")
+                    && kernel.source.contains(
+                        "if (aether_fault_bits != 0u) atomicOr((unsigned*)col14, aether_fault_bits);"
+                    ),
                 "{sql}: {}",
                 kernel.source
             );
             assert!(kernel.source.contains("const u64 col14 = columns[14];"));
-            assert!(kernel.source.contains("atomicOr(aether_faults, 1u)"));
         }
         let kernel = expr_kernel(&physical("x % 2.5", &schema), &schema).unwrap();
         assert!(kernel.source.contains("fmod("), "{}", kernel.source);

@@ -104,6 +104,14 @@ impl CudaType {
         }
     }
 
+    /// The declared precision of a decimal type.
+    pub fn decimal_precision(self) -> Option<u8> {
+        match self {
+            Self::Dec64 { precision, .. } | Self::Dec128 { precision, .. } => Some(precision),
+            _ => None,
+        }
+    }
+
     /// Bytes per value in the device layout (booleans are bit-packed there).
     pub fn width(self) -> usize {
         match self {

@@ -5,7 +5,9 @@
 //! before the segment has produced anything, the same work runs on the CPU instead,
 //! with a warning naming the GPU: a query never fails for lack of device memory. A
 //! kernel that met a row it cannot compute as the CPU would (a zero divisor) hands the
-//! work to the CPU the same way, and the CPU's answer (or error) is the query's.
+//! work to the CPU the same way, and the CPU's answer (or error) is the query's. The
+//! CPU plan shares operators with the GPU segment's input, which has run by then, so
+//! it runs after `reset_plan_states` (an exchange, for one, runs each partition once).
 
 use std::fmt;
 use std::sync::Arc;
@@ -16,7 +18,7 @@ use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
 use datafusion::physical_plan::coalesce_partitions::CoalescePartitionsExec;
-use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
+use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType, reset_plan_states};
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, ExecutionPlanProperties, Partitioning,
@@ -166,7 +168,11 @@ impl ExecutionPlan for DeviceToHostExec {
                             );
                         }
                         drop(batches);
-                        match fallback.execute(0, context) {
+                        // The GPU side has run operators the fallback shares (an
+                        // exchange runs each partition once): fresh state first.
+                        let fallback =
+                            reset_plan_states(fallback).and_then(|plan| plan.execute(0, context));
+                        match fallback {
                             Ok(mut cpu) => {
                                 while let Some(batch) = cpu.next().await {
                                     if sender.send(batch).await.is_err() {
@@ -192,7 +198,8 @@ impl ExecutionPlan for DeviceToHostExec {
     }
 }
 
-/// A stream fed by `produce` through a small channel.
+/// A stream fed by `produce` through a small channel. A task that panics ends the
+/// stream with an error, never quietly (which would look like fewer rows).
 fn async_stream_of<F, Fut>(
     produce: F,
 ) -> impl futures::Stream<Item = Result<datafusion::arrow::array::RecordBatch>> + Send
@@ -202,17 +209,75 @@ where
 {
     let (sender, receiver) = tokio::sync::mpsc::channel(2);
     let task = tokio::spawn(produce(sender));
-    let guard = AbortOnDrop(task);
-    futures::stream::unfold((receiver, guard), |(mut receiver, guard)| async move {
-        receiver.recv().await.map(|item| (item, (receiver, guard)))
+    let guard = AbortOnDrop(Some(task));
+    futures::stream::unfold((receiver, guard), |(mut receiver, mut guard)| async move {
+        if let Some(item) = receiver.recv().await {
+            return Some((item, (receiver, guard)));
+        }
+        // The sender is gone: the task ended. Report how, if it failed.
+        let task = guard.0.take()?;
+        match task.await {
+            Err(e) if e.is_panic() => {
+                let error =
+                    DataFusionError::Execution(format!("the GPU segment's task panicked: {e}"));
+                Some((Err(error), (receiver, guard)))
+            }
+            _ => None,
+        }
     })
 }
 
 /// Aborts a spawned task when the stream reading it is dropped.
-struct AbortOnDrop(tokio::task::JoinHandle<()>);
+struct AbortOnDrop(Option<tokio::task::JoinHandle<()>>);
 
 impl Drop for AbortOnDrop {
     fn drop(&mut self) {
-        self.0.abort();
+        if let Some(task) = &self.0 {
+            task.abort();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use futures::StreamExt;
+
+    use super::async_stream_of;
+
+    fn runtime() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap_or_else(|e| panic!("a test runtime: {e}"))
+    }
+
+    #[test]
+    fn a_task_that_panics_ends_the_stream_with_an_error() {
+        let items = runtime().block_on(async {
+            let stream = async_stream_of(|_sender| async move {
+                panic!("planted");
+            });
+            stream.collect::<Vec<_>>().await
+        });
+        assert_eq!(items.len(), 1);
+        let error = items[0].as_ref().err().map(ToString::to_string);
+        assert!(
+            error.as_deref().is_some_and(|e| e.contains("panicked")),
+            "{error:?}"
+        );
+    }
+
+    #[test]
+    fn a_task_that_finishes_ends_the_stream_quietly() {
+        let items = runtime().block_on(async {
+            let stream = async_stream_of(|sender| async move {
+                let _ = sender
+                    .send(Err(datafusion::error::DataFusionError::Execution(
+                        "one".into(),
+                    )))
+                    .await;
+            });
+            stream.collect::<Vec<_>>().await
+        });
+        assert_eq!(items.len(), 1);
     }
 }

@@ -49,10 +49,31 @@ pub(super) fn final_over_partial(plan: &Arc<dyn ExecutionPlan>) -> Option<FinalO
     if input.is::<RepartitionExec>() || input.is::<CoalescePartitionsExec>() {
         input = input.children()[0];
     }
+    let partial = input.downcast_ref::<AggregateExec>()?;
+    if !merges(aggregate, partial) {
+        return None;
+    }
     Some(FinalOverPartial {
         final_plan: Arc::clone(plan),
         partial: candidate(input)?,
     })
+}
+
+/// Whether `final_aggregate` merges exactly the states `partial` produces: the same
+/// functions in the same order, and as many group keys (the final groups by the
+/// partial's key columns). DataFusion always plans them so; the GPU segment relies on
+/// it, so anything else stays as it is.
+fn merges(final_aggregate: &AggregateExec, partial: &AggregateExec) -> bool {
+    let names = |aggregate: &AggregateExec| {
+        aggregate
+            .aggr_expr()
+            .iter()
+            .map(|f| f.name().to_string())
+            .collect::<Vec<_>>()
+    };
+    names(final_aggregate) == names(partial)
+        && final_aggregate.group_expr().expr().len() == partial.group_expr().expr().len()
+        && !final_aggregate.group_expr().has_grouping_set()
 }
 
 /// The spec and kernels of the GPU aggregate computing `final_plan`'s values from the

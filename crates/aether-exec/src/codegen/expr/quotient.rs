@@ -2,8 +2,10 @@
 //!
 //! Arrow raises an error where a quotient has no value: a zero divisor, an integer
 //! `MIN / -1`, a decimal dividend that overflows when rescaled. A kernel cannot raise
-//! an error, so it sets a fault bit instead (`aether_faults`, a device word the host
-//! passes after the column pointers) and computes a placeholder for that row. The host
+//! an error, so it sets a fault bit instead and computes a placeholder for that row.
+//! Each thread collects its rows' bits in a register (`aether_fault_bits`) and ORs them
+//! once, after its row loop, into the fault word the host passes after the column
+//! pointers (`ExprCompiler::fault_prologue` and `fault_epilogue`). The host
 //! reads the word after the kernels; when it is set, the whole GPU segment's work runs
 //! on the CPU, where DataFusion raises its own error or, for a row the CPU never
 //! evaluates (a filtered-out row, a CASE branch not taken), returns its result. The
@@ -32,7 +34,7 @@ impl ExprCompiler {
     pub(super) fn fault_when(&mut self, condition: &str) {
         self.faults = true;
         self.body.push_str(&format!(
-            "        if ({condition}) atomicOr(aether_faults, {FAULT_BIT});\n"
+            "        aether_fault_bits |= ({condition}) ? {FAULT_BIT} : 0u;\n"
         ));
     }
 
