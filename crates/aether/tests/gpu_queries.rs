@@ -256,6 +256,60 @@ async fn random_aggregates_match_the_cpu() {
     }
 }
 
+/// A context on `engine` with more target partitions than the random table has, so
+/// DataFusion puts a round-robin exchange between the scan and the aggregate.
+fn wide_context(engine: &str) -> AetherContext {
+    let settings = [
+        ("aether.engine", engine),
+        ("datafusion.execution.target_partitions", "32"),
+    ]
+    .map(|(key, value)| Setting {
+        key: key.into(),
+        value: value.into(),
+    });
+    AetherContext::with_settings(&settings).unwrap().0
+}
+
+/// A segment whose input is a round-robin exchange, shared by every output partition:
+/// when the kernel faults, the CPU fallback runs the whole input again (after the plan's
+/// state is reset) and returns DataFusion's answer or error, never a partial one.
+#[tokio::test]
+#[ignore = "needs a GPU"]
+async fn a_fault_over_a_round_robin_exchange_falls_back_whole() {
+    let (cpu, gpu) = (wide_context("cpu"), wide_context("gpu"));
+    for context in [&cpu, &gpu] {
+        context
+            .session()
+            .register_table("t", Arc::new(random_table(1_000_003, 7)))
+            .unwrap();
+    }
+    let guarded = "select k_small, sum(case when k_small <> 0 then n / k_small end), count(*) from t group by k_small";
+    let plan = gpu.physical_plan(guarded).await.unwrap();
+    let plan = datafusion::physical_plan::displayable(plan.as_ref())
+        .indent(true)
+        .to_string();
+    assert!(
+        plan.contains("RoundRobinBatch(32)") && plan.contains("GpuHashAggregateExec"),
+        "{plan}"
+    );
+    for _ in 0..2 {
+        assert!(
+            compare(&cpu, &gpu, guarded).await,
+            "{guarded} did not run on the GPU"
+        );
+        for sql in DIVIDING_BY_ZERO {
+            let error = gpu
+                .run_script(sql)
+                .await
+                .map(|_| ())
+                .unwrap_err()
+                .to_string();
+            assert!(error.contains("Divide by zero"), "{sql}: {error}");
+        }
+    }
+    println!("a fault over a round-robin exchange: the CPU's answer and errors, twice");
+}
+
 #[tokio::test]
 #[ignore = "needs a GPU"]
 async fn tpch_on_the_gpu_matches_the_cpu() {
