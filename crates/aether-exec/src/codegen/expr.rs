@@ -27,6 +27,7 @@ use super::types::CudaType;
 use crate::reason::{PlacementReason, ReasonCode};
 
 mod checked_decimal;
+mod deferred;
 mod numeric_cast;
 mod quotient;
 mod temporal;
@@ -48,6 +49,9 @@ pub enum Binding {
     Input(usize),
     /// A value an earlier stage of a fused pipeline computed.
     Value(Value),
+    /// A value a projection computed, its statements held back until the value is
+    /// first read (see the `deferred` module).
+    Deferred(usize),
 }
 
 /// A boolean expression over one string column, evaluated by DataFusion on the CPU over
@@ -90,6 +94,10 @@ pub struct ExprCompiler {
     /// Whether some row can fault (see the `quotient` module): the kernel then takes
     /// one more column pointer, the fault word, after the lookup tables.
     faults: bool,
+    /// Projected values whose statements wait for their first use.
+    deferred: Vec<deferred::Deferred>,
+    /// The kernel's body while a deferred value's statements are collected in `body`.
+    held_body: Option<String>,
 }
 
 fn unsupported(message: String) -> PlacementReason {
@@ -162,6 +170,8 @@ impl ExprCompiler {
             reasons: Vec::new(),
             lookups: Vec::new(),
             faults: false,
+            deferred: Vec::new(),
+            held_body: None,
         }
     }
 
@@ -202,6 +212,7 @@ impl ExprCompiler {
         match self.bindings.get(index).cloned() {
             Some(Binding::Value(value)) => Some(value),
             Some(Binding::Input(input)) => self.load_input(input),
+            Some(Binding::Deferred(id)) => self.emit_deferred(id),
             None => self.refuse(unsupported(format!(
                 "column {index} is not in the input of a GPU stage"
             ))),
@@ -234,6 +245,13 @@ impl ExprCompiler {
     /// flight together (each load reads inside its column, whatever the filters keep).
     pub fn body(&self) -> String {
         format!("{}{}", self.loads, self.body)
+    }
+
+    /// Takes the statements emitted since the last call (input loads stay, for
+    /// [`Self::body`]), so a kernel can place a value's code right where the value is
+    /// used: a value computed early stays live, in registers, until its use.
+    pub fn take_statements(&mut self) -> String {
+        std::mem::take(&mut self.body)
     }
 
     /// The statement a kernel runs before its row loop: each thread collects its rows'

@@ -57,6 +57,8 @@ pub fn compile_stages(compiler: &mut ExprCompiler, stages: &[Stage]) -> bool {
                 projection,
                 ..
             } => {
+                // Rows a filter drops must still have run the projections below it.
+                compiler.emit_all_deferred();
                 match compiler.compile(predicate) {
                     Some(keep) if keep.ty == CudaType::Bool => {
                         compiler.push_statement(&format!(
@@ -97,8 +99,8 @@ pub fn compile_stages(compiler: &mut ExprCompiler, stages: &[Stage]) -> bool {
                         next.push(binding.clone());
                         continue;
                     }
-                    match compiler.compile(expr) {
-                        Some(value) => next.push(Binding::Value(value)),
+                    match compiler.compile_deferred(expr) {
+                        Some(binding) => next.push(binding),
                         None => {
                             ok = false;
                             next.push(Binding::Input(usize::MAX));
