@@ -46,6 +46,10 @@ impl Stage {
 /// Compiles `stages` in order into `compiler`; afterwards the compiler's bindings are
 /// the last stage's output columns. Returns false when a stage cannot run on the GPU
 /// (the reasons are in the compiler).
+///
+/// Projected values are emitted where first read (`codegen/expr/deferred.rs`): a caller
+/// reads what it needs, then calls [`ExprCompiler::emit_all_deferred`], so a projected
+/// value nothing reads is still computed (and still faults where DataFusion would fail).
 pub fn compile_stages(compiler: &mut ExprCompiler, stages: &[Stage]) -> bool {
     let mut ok = true;
     for stage in stages {
