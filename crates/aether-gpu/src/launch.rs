@@ -7,7 +7,8 @@
 //! word). Keeping the launch here keeps every `unsafe` kernel
 //! launch in this crate.
 
-use cudarc::driver::{DevicePtr, LaunchConfig, PushKernelArg};
+pub use cudarc::driver::LaunchConfig;
+use cudarc::driver::{DevicePtr, PushKernelArg};
 
 use crate::column::{DeviceBatch, DeviceBuffer};
 use crate::device::GpuDevice;

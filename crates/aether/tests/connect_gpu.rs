@@ -86,7 +86,7 @@ async fn explain_and_answers_on_the_gpu_through_connect() {
         };
         println!("Q{n} explain through Connect:\n{}", explain.explain_string);
         assert!(
-            explain.explain_string.contains("GpuHashAggregateExec")
+            explain.explain_string.contains("GpuSegmentExec")
                 && explain.explain_string.contains("== GPU Placement ==")
                 && explain.explain_string.contains("will run on GPU"),
             "Q{n}: {}",

@@ -1,11 +1,15 @@
 //! Queries on the GPU engine against the CPU engine, on the same data: random tables
-//! (NULLs, NaN, -0.0, extreme decimals, strings, 1 to 10^6+ groups) and TPC-H.
+//! (NULLs, NaN, -0.0, extreme decimals, strings, 1 to 10^6+ groups) and TPC-H. The
+//! `rows` module tests segments that return rows (filters and projections).
 //!
 //! Needs a GPU: every test is `#[ignore = "needs a GPU"]`, so CI lists them as ignored.
 //! On a GPU host: `cargo test --release --test gpu_queries -- --include-ignored`
 //! (`AETHER_GPU_TPCH_SF` sets the TPC-H scale factor, 1 by default).
 
 #![allow(clippy::unwrap_used, clippy::panic)]
+
+#[path = "gpu/rows.rs"]
+mod rows;
 
 use std::sync::Arc;
 
@@ -289,7 +293,7 @@ async fn a_fault_over_a_round_robin_exchange_falls_back_whole() {
         .indent(true)
         .to_string();
     assert!(
-        plan.contains("RoundRobinBatch(32)") && plan.contains("GpuHashAggregateExec"),
+        plan.contains("RoundRobinBatch(32)") && plan.contains("GpuSegmentExec: aggregate"),
         "{plan}"
     );
     for _ in 0..2 {
@@ -347,7 +351,8 @@ async fn tpch_on_the_gpu_matches_the_cpu() {
         .indent(true)
         .to_string();
     assert!(
-        q1.contains("GpuHashAggregateExec: mode=Single,")
+        q1.contains("GpuSegmentExec: aggregate")
+            && q1.contains("AggregateExec: mode=Single,")
             && !q1.contains("AggregateExec: mode=Final")
             && !q1.contains("RepartitionExec"),
         "{q1}"

@@ -10,6 +10,7 @@ pub mod expr;
 pub mod kernel;
 pub mod key_words;
 pub mod pipeline;
+pub mod rows;
 pub mod types;
 
 pub use kernel::{EVAL_ENTRY, ExprKernel, expr_kernel};

@@ -19,6 +19,7 @@ use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
 use datafusion::physical_plan::coalesce_partitions::CoalescePartitionsExec;
 use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType, reset_plan_states};
+use datafusion::physical_plan::metrics::{ExecutionPlanMetricsSet, MetricBuilder, MetricsSet};
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, ExecutionPlanProperties, Partitioning,
@@ -40,6 +41,8 @@ pub struct DeviceToHostExec {
     /// partition rather than behind an exchange.
     few_rows: bool,
     properties: Arc<PlanProperties>,
+    /// `download` (device to host, rebuilding Arrow arrays) and output rows.
+    metrics: ExecutionPlanMetricsSet,
 }
 
 impl DeviceToHostExec {
@@ -66,6 +69,7 @@ impl DeviceToHostExec {
             fallback,
             few_rows: false,
             properties: Arc::new(properties),
+            metrics: ExecutionPlanMetricsSet::new(),
         }
     }
 
@@ -132,6 +136,10 @@ impl ExecutionPlan for DeviceToHostExec {
         ))
     }
 
+    fn metrics(&self) -> Option<MetricsSet> {
+        Some(self.metrics.clone_inner())
+    }
+
     fn execute(
         &self,
         partition: usize,
@@ -149,11 +157,21 @@ impl ExecutionPlan for DeviceToHostExec {
         let device = Arc::clone(&self.device);
         let fallback = Arc::clone(&self.fallback);
         let schema = self.schema();
+        let download_time = MetricBuilder::new(&self.metrics).subset_time("download", 0);
+        let output_rows = MetricBuilder::new(&self.metrics).output_rows(0);
         let stream = async_stream_of(move |sender| async move {
             let start = std::time::Instant::now();
             let mut produced = false;
             while let Some(batch) = batches.next().await {
-                let host = batch.and_then(|b| b.download(&device).map_err(device_error));
+                let host = batch.and_then(|b| {
+                    let start = std::time::Instant::now();
+                    let host = b.download(&device).map_err(device_error);
+                    download_time.add_elapsed(start);
+                    host
+                });
+                if let Ok(host) = &host {
+                    output_rows.add(host.num_rows());
+                }
                 match host {
                     Ok(host) => {
                         produced = true;

@@ -20,17 +20,15 @@ use std::sync::Arc;
 use aether_gpu::CudaFunction;
 use aether_gpu::launch::{KernelArg, grid_capped, grid_for, launch_kernel};
 use aether_gpu::{DeviceBatch, DeviceBuffer, DeviceColumn, DeviceError, DeviceForm, GpuDevice};
-use datafusion::arrow::array::{Array, AsArray, RecordBatch, StringArray};
-use datafusion::arrow::compute::cast;
+use datafusion::arrow::array::{Array, StringArray};
 use datafusion::arrow::datatypes::SchemaRef;
-use datafusion::arrow::datatypes::{Field, Schema};
 
+use super::string_lookups::LookupTables;
 use crate::codegen::aggregate::{
     AGG_EMIT_ENTRY, AGG_ENTRY, AGG_INIT_ENTRY, AGG_REHASH_ENTRY, AggregateKernels, OutputSource,
 };
-use crate::codegen::expr::DictionaryLookup;
 
-const OWNER: &str = "GpuHashAggregateExec";
+const OWNER: &str = "GpuSegmentExec (aggregate)";
 const THREADS: u32 = 256;
 /// Most blocks of the fold kernel per multiprocessor, without and with group keys.
 const KEYLESS_BLOCKS_PER_MULTIPROCESSOR: usize = 4;
@@ -82,9 +80,8 @@ pub struct GroupTable {
     growing: bool,
     /// For each input column holding string codes, the largest dictionary seen.
     dictionaries: Vec<Option<Arc<StringArray>>>,
-    /// Each string predicate's table so far (entry 0 for NULL, then one per code):
-    /// dictionaries only grow, so each batch evaluates only its new strings.
-    lookup_tables: Vec<Vec<u8>>,
+    /// Each string predicate's table so far.
+    lookup_tables: LookupTables,
     /// The word a fold kernel that can fault sets (see `codegen::expr::quotient`).
     fault_word: Option<DeviceBuffer>,
 }
@@ -111,6 +108,7 @@ impl GroupTable {
         } else {
             None
         };
+        let lookup_tables = LookupTables::new(kernels.lookups.clone());
         Ok(Self {
             device,
             kernels,
@@ -120,7 +118,7 @@ impl GroupTable {
             in_flight: Vec::new(),
             growing: true,
             dictionaries: Vec::new(),
-            lookup_tables: Vec::new(),
+            lookup_tables,
             fault_word,
         })
     }
@@ -133,9 +131,7 @@ impl GroupTable {
             return Ok(());
         }
         let start = std::time::Instant::now();
-        let tables = (0..self.kernels.lookups.len())
-            .map(|k| self.lookup_table(k, batch))
-            .collect::<Result<Vec<_>, _>>()?;
+        let tables = self.lookup_tables.upload(&self.device, OWNER, batch)?;
         let fold_faults = self.fault_word.as_ref().filter(|_| self.kernels.faults);
         let columns = column_pointers(&self.device, batch, &tables, fold_faults);
         let overflow = DeviceBuffer::alloc(&self.device, OWNER, 4 * batch.num_rows)?;
@@ -342,33 +338,6 @@ impl GroupTable {
         })
     }
 
-    /// The device table of string predicate `k` for `batch`'s dictionary.
-    fn lookup_table(&mut self, k: usize, batch: &DeviceBatch) -> Result<DeviceBuffer, DeviceError> {
-        let lookup = &self.kernels.lookups[k];
-        let Some(DeviceForm::DictionaryCodes { dictionary }) =
-            batch.columns.get(lookup.input).map(|c| &c.form)
-        else {
-            return Err(DeviceError::Internal(format!(
-                "string predicate on column {} without dictionary codes",
-                lookup.input
-            )));
-        };
-        if self.lookup_tables.len() <= k {
-            self.lookup_tables.resize(k + 1, Vec::new());
-        }
-        let table = &mut self.lookup_tables[k];
-        if table.is_empty() {
-            let null: StringArray = vec![None::<&str>].into();
-            table.extend(evaluate_lookup(lookup, &null)?);
-        }
-        let known = table.len() - 1;
-        if dictionary.len() > known {
-            let fresh = dictionary.slice(known, dictionary.len() - known);
-            table.extend(evaluate_lookup(lookup, &fresh)?);
-        }
-        DeviceBuffer::upload(&self.device, OWNER, table)
-    }
-
     fn note_dictionaries(&mut self, batch: &DeviceBatch) {
         if self.dictionaries.len() < batch.columns.len() {
             self.dictionaries.resize(batch.columns.len(), None);
@@ -534,41 +503,6 @@ pub fn column_pointers(
     }
     pointers.extend(fault_word.map(|word| word.address(device)));
     pointers
-}
-
-/// The predicate's result for each of `strings`: 0 false, 1 true, 2 NULL, computed by
-/// DataFusion on the CPU exactly as the CPU engine would.
-fn evaluate_lookup(
-    lookup: &DictionaryLookup,
-    strings: &StringArray,
-) -> Result<Vec<u8>, DeviceError> {
-    let failed = |e: &dyn std::fmt::Display| {
-        DeviceError::Internal(format!(
-            "evaluating a string predicate on its dictionary: {e}"
-        ))
-    };
-    let array = cast(strings, &lookup.data_type).map_err(|e| failed(&e))?;
-    let schema = Arc::new(Schema::new(vec![Field::new(
-        &lookup.name,
-        lookup.data_type.clone(),
-        true,
-    )]));
-    let batch = RecordBatch::try_new(schema, vec![array]).map_err(|e| failed(&e))?;
-    let result = lookup
-        .predicate
-        .evaluate(&batch)
-        .and_then(|value| value.into_array(batch.num_rows()))
-        .map_err(|e| failed(&e))?;
-    let Some(result) = result.as_boolean_opt() else {
-        return Err(failed(&"the predicate is not boolean"));
-    };
-    Ok((0..result.len())
-        .map(|i| match (result.is_null(i), result.value(i)) {
-            (true, _) => 2,
-            (false, true) => 1,
-            (false, false) => 0,
-        })
-        .collect())
 }
 
 fn upload_words(device: &GpuDevice, words: &[u64]) -> Result<DeviceBuffer, DeviceError> {

@@ -1,13 +1,12 @@
 //! Aether's GPU operators: DataFusion `ExecutionPlan`s that hand device batches to each
 //! other.
 //!
-//! A GPU segment is `HostToDeviceExec -> (GpuFilterExec | GpuProjectExec)* ->
-//! GpuHashAggregateExec -> DeviceToHostExec`, where the aggregate is a partial one or
-//! the whole aggregate (partial and final). Only the transitions speak
-//! `RecordBatch`: inside a segment, operators call [`DeviceExec::execute_device`] on
-//! their child and pass `DeviceBatch`es that never leave the GPU. Filters and
-//! projections are fused into the kernel of the aggregate above them, so they exist in
-//! the plan (EXPLAIN shows them) but run no kernel of their own.
+//! A GPU segment is `HostToDeviceExec -> GpuSegmentExec -> DeviceToHostExec`: the
+//! segment operator runs the filters and projections it replaced fused into the
+//! kernels of what they end in, a hash aggregate (partial, or partial and final) or
+//! rows (stream compaction). Only the transitions speak `RecordBatch`: inside a
+//! segment, operators call [`DeviceExec::execute_device`] on their child and pass
+//! `DeviceBatch`es that never leave the GPU.
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -19,19 +18,17 @@ use datafusion::physical_plan::ExecutionPlan;
 use futures::Stream;
 
 mod device_to_host;
-mod gpu_aggregate;
-mod gpu_filter;
-mod gpu_project;
+mod gpu_segment;
 mod group_table;
 mod host_layout;
 mod host_to_device;
 mod resident;
+mod row_compaction;
 mod string_codes;
+mod string_lookups;
 
 pub use device_to_host::DeviceToHostExec;
-pub use gpu_aggregate::GpuHashAggregateExec;
-pub use gpu_filter::GpuFilterExec;
-pub use gpu_project::GpuProjectExec;
+pub use gpu_segment::{GpuSegmentExec, SegmentOutput};
 pub use host_to_device::HostToDeviceExec;
 pub use resident::ResidentTables;
 
@@ -49,13 +46,7 @@ pub fn as_device_exec(plan: &Arc<dyn ExecutionPlan>) -> Option<&dyn DeviceExec> 
     if let Some(exec) = plan.downcast_ref::<HostToDeviceExec>() {
         return Some(exec);
     }
-    if let Some(exec) = plan.downcast_ref::<GpuHashAggregateExec>() {
-        return Some(exec);
-    }
-    if let Some(exec) = plan.downcast_ref::<GpuFilterExec>() {
-        return Some(exec);
-    }
-    if let Some(exec) = plan.downcast_ref::<GpuProjectExec>() {
+    if let Some(exec) = plan.downcast_ref::<GpuSegmentExec>() {
         return Some(exec);
     }
     None

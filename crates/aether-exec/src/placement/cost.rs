@@ -112,6 +112,34 @@ impl CostModel {
     }
 }
 
+impl CostModel {
+    /// The prediction for a segment reading `rows` rows of `input` and returning up to
+    /// as many rows of `output` to the host (every row kept, the worst case), where the
+    /// host rebuilds them at the gathering rate.
+    pub fn predict_rows(
+        &self,
+        input: &Schema,
+        output: &Schema,
+        rows: usize,
+        resident: bool,
+    ) -> Prediction {
+        let mut prediction = self.predict(input, rows, resident);
+        let bytes = |width: fn(&DataType) -> usize| -> f64 {
+            rows as f64
+                * output
+                    .fields()
+                    .iter()
+                    .map(|f| width(f.data_type()) as f64)
+                    .sum::<f64>()
+        };
+        let back = bytes(device_width) / self.pcie
+            + bytes(arrow_width) / (self.gather_per_core * self.cores);
+        prediction.transfer_ms += back * 1e3;
+        prediction.gpu_ms += back * 1e3;
+        prediction
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use datafusion::arrow::datatypes::Field;

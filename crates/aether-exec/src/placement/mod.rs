@@ -5,8 +5,11 @@
 //! the expressions, keys and aggregate functions are generated into one kernel
 //! ([`crate::codegen::aggregate`]); if that works, the input's types upload, and (with
 //! `--engine auto`) the cost model predicts a gain, the chain becomes
-//! `DeviceToHostExec <- GpuHashAggregateExec <- Gpu{Project,Filter}Exec* <-
-//! HostToDeviceExec <- input`. Every node that stays on the CPU gets all its reasons.
+//! `DeviceToHostExec <- GpuSegmentExec <- HostToDeviceExec <- input`, the segment
+//! running the filters and projections fused into the aggregate's kernels. A chain of
+//! filters and projections that no aggregate consumes becomes a row segment the same
+//! way, its kept rows compacted on the GPU ([`rows`]). Every node that stays on the
+//! CPU gets all its reasons.
 //!
 //! The final aggregate above such a partial aggregate joins the segment when its values
 //! can be generated too: the GPU table holds complete groups, so the exchange and the
@@ -20,6 +23,7 @@
 mod cost;
 mod final_aggregate;
 mod report;
+mod rows;
 mod shape;
 mod single_partition;
 
@@ -38,18 +42,20 @@ use datafusion::physical_plan::projection::ProjectionExec;
 use datafusion::physical_plan::repartition::RepartitionExec;
 use datafusion::physical_plan::{ExecutionPlan, Partitioning, displayable};
 
+use self::rows::RowChain;
+
 pub use cost::{CostModel, Prediction};
 pub use report::{ExplainFilter, Mark, PlacementReport, ReportLine};
 
+use crate::codegen::CudaType;
 use crate::codegen::aggregate::{
     AggFunction, AggregateCall, AggregateKernels, AggregateOutput, AggregateSpec, aggregate_kernels,
 };
-use crate::codegen::expr_kernel;
-use crate::codegen::pipeline::Stage;
+use crate::codegen::expr::ExprCompiler;
+use crate::codegen::rows::RowKernels;
 use crate::engine::Engine;
 use crate::ops::{
-    DeviceToHostExec, GpuFilterExec, GpuHashAggregateExec, GpuProjectExec, HostToDeviceExec,
-    ResidentTables,
+    DeviceToHostExec, GpuSegmentExec, HostToDeviceExec, ResidentTables, SegmentOutput,
 };
 use crate::reason::{PlacementReason, ReasonCode};
 
@@ -228,11 +234,8 @@ impl Placer<'_> {
                 Decision::Cpu(..) => reasons = vec![final_aggregate::partial_on_cpu()],
             }
         }
-        if plan.is::<FilterExec>() || plan.is::<ProjectionExec>() {
-            reasons = vec![PlacementReason::new(
-                ReasonCode::NeedsGpuAggregate,
-                "a GPU filter or projection must feed a GPU aggregate in this build (its rows would go back over PCIe)",
-            )];
+        if let Some(chain) = rows::row_chain(plan) {
+            return self.visit_row_chain(chain, depth);
         }
         self.line(depth, Mark::NotOnGpu, plan, reasons);
         self.expression_lines(plan, depth + 1);
@@ -329,7 +332,7 @@ impl Placer<'_> {
             {
                 continue;
             }
-            if let Err(reasons) = expr_kernel(&expr, &schema) {
+            if let Some(reasons) = expression_reasons(&expr, &schema) {
                 let any: &dyn datafusion::physical_expr::PhysicalExpr = expr.as_ref();
                 let class = expression_class(any);
                 self.expression_line(depth, &class, expr.to_string(), reasons);
@@ -348,17 +351,7 @@ impl Placer<'_> {
     ) -> Result<Arc<dyn ExecutionPlan>> {
         let restore = final_aggregate::partitioning_to_restore(&pair.final_plan, self.spine);
         if restore.is_some() {
-            self.lines.push(ReportLine {
-                depth,
-                mark: Mark::NotOnGpu,
-                kind: "Exec",
-                class: "RepartitionExec".into(),
-                text: None,
-                reasons: vec![PlacementReason::new(
-                    ReasonCode::UnsupportedOperator,
-                    "GPU does not currently support the operator RepartitionExec (it restores the final aggregate's hash partitioning for the operator above)",
-                )],
-            });
+            self.restore_line(depth, "the final aggregate's hash partitioning");
             depth += 1;
         }
         self.line(depth, Mark::OnGpu, &pair.final_plan, Vec::new());
@@ -396,27 +389,14 @@ impl Placer<'_> {
                 let Some(device) = &self.settings.device else {
                     return Ok(final_part.map_or(aggregate, |part| part.plan));
                 };
-                let mut gpu: Arc<dyn ExecutionPlan> = Arc::new(HostToDeviceExec::new(
+                let upload: Arc<dyn ExecutionPlan> = Arc::new(HostToDeviceExec::new(
                     new_source,
                     Arc::clone(device),
                     self.settings.batch_bytes,
                     self.settings.resident.clone(),
                 ));
-                for node in chain.iter().rev() {
-                    gpu = if let Some(filter) = node.downcast_ref::<FilterExec>() {
-                        Arc::new(GpuFilterExec::new(filter, gpu))
-                    } else if let Some(projection) = node.downcast_ref::<ProjectionExec>() {
-                        Arc::new(GpuProjectExec::new(projection, gpu))
-                    } else {
-                        return Ok(aggregate);
-                    };
-                }
-                let description = displayable(aggregate.as_ref())
-                    .one_line()
-                    .to_string()
-                    .trim_start_matches("AggregateExec: ")
-                    .trim_end()
-                    .to_string();
+                let mut stages: Vec<String> = chain.iter().rev().map(one_line).collect();
+                let description = one_line(&aggregate);
                 // The CPU plan the segment replaces, run if the GPU cannot finish.
                 let (kernels, output, description, fallback, restore) = match final_part {
                     Some(part) => (
@@ -428,12 +408,13 @@ impl Placer<'_> {
                     ),
                     None => (kernels, spec.output, description, aggregate, None),
                 };
-                let gpu: Arc<dyn ExecutionPlan> = Arc::new(GpuHashAggregateExec::new(
-                    gpu,
+                stages.push(description);
+                let gpu: Arc<dyn ExecutionPlan> = Arc::new(GpuSegmentExec::new(
+                    upload,
                     Arc::clone(device),
-                    kernels,
+                    SegmentOutput::Aggregate(kernels),
                     output,
-                    description,
+                    stages,
                 ));
                 let exit: Arc<dyn ExecutionPlan> = Arc::new(
                     DeviceToHostExec::new(gpu, Arc::clone(device), fallback)
@@ -475,6 +456,127 @@ impl Placer<'_> {
                 datafusion::physical_plan::replace_children_if_necessary(aggregate, vec![rebuilt])
             }
         }
+    }
+
+    /// The line of a `RepartitionExec` placed above a GPU segment to give the
+    /// operators above the partitioning they had (`what`).
+    fn restore_line(&mut self, depth: usize, what: &str) {
+        self.lines.push(ReportLine {
+            depth,
+            mark: Mark::NotOnGpu,
+            kind: "Exec",
+            class: "RepartitionExec".into(),
+            text: None,
+            reasons: vec![PlacementReason::new(
+                ReasonCode::UnsupportedOperator,
+                format!(
+                    "GPU does not currently support the operator RepartitionExec (it restores {what} for the operator above)"
+                ),
+            )],
+        });
+    }
+
+    /// A chain of filters and projections no GPU aggregate consumes: a row segment on
+    /// the GPU, or CPU operators with their reasons ([`rows`]).
+    fn visit_row_chain(
+        &mut self,
+        chain: RowChain,
+        mut depth: usize,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        let top = Arc::clone(&chain.nodes[0]);
+        let kernels = match self.decide_rows(&chain) {
+            Ok(kernels) => kernels,
+            Err((mark, reasons)) => {
+                for (i, node) in chain.nodes.iter().enumerate() {
+                    let why = if i == 0 {
+                        reasons.clone()
+                    } else {
+                        vec![PlacementReason::new(
+                            ReasonCode::UnsupportedOperator,
+                            "it runs on the GPU only with the segment above it",
+                        )]
+                    };
+                    self.line(depth + i, mark, node, why);
+                    self.expression_lines(node, depth + i + 1);
+                }
+                let source = self.visit(&chain.source, depth + chain.nodes.len())?;
+                return rebuild_chain(&chain.nodes, source);
+            }
+        };
+        let restore = rows::partitioning_to_restore(&top);
+        if restore.is_some() {
+            self.restore_line(
+                depth,
+                "the partitioning of the rows the GPU segment returns",
+            );
+            depth += 1;
+        }
+        for (i, node) in chain.nodes.iter().enumerate() {
+            self.line(depth + i, Mark::OnGpu, node, Vec::new());
+        }
+        let source = self.visit(&chain.source, depth + chain.nodes.len())?;
+        let Some(device) = &self.settings.device else {
+            return Ok(top);
+        };
+        let upload: Arc<dyn ExecutionPlan> = Arc::new(HostToDeviceExec::new(
+            Arc::clone(&source),
+            Arc::clone(device),
+            self.settings.batch_bytes,
+            self.settings.resident.clone(),
+        ));
+        let segment: Arc<dyn ExecutionPlan> = Arc::new(GpuSegmentExec::new(
+            upload,
+            Arc::clone(device),
+            SegmentOutput::Rows(kernels),
+            top.schema(),
+            chain.nodes.iter().rev().map(one_line).collect(),
+        ));
+        // The CPU plan the segment replaces, run if the GPU cannot finish.
+        let fallback = rebuild_chain(&chain.nodes, source)?;
+        let exit: Arc<dyn ExecutionPlan> =
+            Arc::new(DeviceToHostExec::new(segment, Arc::clone(device), fallback));
+        Ok(match restore {
+            Some(partitioning) => Arc::new(RepartitionExec::try_new(exit, partitioning)?),
+            None => exit,
+        })
+    }
+
+    /// The kernels of a row segment, or why it stays on the CPU.
+    fn decide_rows(
+        &self,
+        chain: &RowChain,
+    ) -> std::result::Result<RowKernels, (Mark, Vec<PlacementReason>)> {
+        let kernels = rows::row_segment_kernels(chain)?;
+        if self.settings.engine != Engine::Auto {
+            return Ok(kernels);
+        }
+        let kept = |text: String| {
+            (
+                Mark::KeptByCost,
+                vec![PlacementReason::new(ReasonCode::CostModel, text)],
+            )
+        };
+        let Some(rows) = input_rows(&chain.source) else {
+            return Err(kept("its input has no row estimate".into()));
+        };
+        let resident = self.settings.resident.is_some()
+            && crate::ops::ResidentTables::fingerprint(&chain.source).is_some();
+        let prediction = self.settings.cost.predict_rows(
+            &chain.source.schema(),
+            &chain.nodes[0].schema(),
+            rows,
+            resident,
+        );
+        if !resident {
+            return Err(kept(format!(
+                "its input is not resident on the GPU, and its rows go back to CPU operators ({})",
+                prediction.describe()
+            )));
+        }
+        if !prediction.gpu_pays() {
+            return Err(kept(prediction.describe()));
+        }
+        Ok(kernels)
     }
 
     fn decide(
@@ -567,6 +669,46 @@ fn input_rows(source: &Arc<dyn ExecutionPlan>) -> Option<usize> {
 enum Decision {
     Gpu(AggregateSpec, crate::codegen::aggregate::AggregateKernels),
     Cpu(Mark, Vec<PlacementReason>),
+}
+
+/// DataFusion's one-line display of `plan`.
+fn one_line(plan: &Arc<dyn ExecutionPlan>) -> String {
+    displayable(plan.as_ref())
+        .one_line()
+        .to_string()
+        .trim_end()
+        .to_string()
+}
+
+/// `nodes` (a chain, top first, of operators with one input each) rebuilt over `source`.
+fn rebuild_chain(
+    nodes: &[Arc<dyn ExecutionPlan>],
+    source: Arc<dyn ExecutionPlan>,
+) -> Result<Arc<dyn ExecutionPlan>> {
+    let mut rebuilt = source;
+    for node in nodes.iter().rev() {
+        rebuilt = datafusion::physical_plan::replace_children_if_necessary(
+            Arc::clone(node),
+            vec![rebuilt],
+        )?;
+    }
+    Ok(rebuilt)
+}
+
+/// Why `expr` over `schema` cannot be computed in a GPU segment, if it cannot.
+fn expression_reasons(
+    expr: &Arc<dyn datafusion::physical_expr::PhysicalExpr>,
+    schema: &datafusion::arrow::datatypes::SchemaRef,
+) -> Option<Vec<PlacementReason>> {
+    let mut compiler = ExprCompiler::new(Arc::clone(schema));
+    match compiler.compile(expr) {
+        Some(value) if value.ty == CudaType::StrCode => Some(vec![PlacementReason::new(
+            ReasonCode::UnsupportedType,
+            format!("a string result ({expr}) is not produced on the GPU yet"),
+        )]),
+        Some(_) => None,
+        None => Some(compiler.reasons().to_vec()),
+    }
 }
 
 /// The DataFusion class name of an expression, for report lines.
@@ -680,25 +822,7 @@ fn aggregate_spec(
     if !reasons.is_empty() {
         return Err(reasons);
     }
-    let mut stages = Vec::new();
-    for node in chain.iter().rev() {
-        if let Some(filter) = node.downcast_ref::<FilterExec>() {
-            stages.push(Stage::Filter {
-                input: filter.input().schema(),
-                predicate: Arc::clone(filter.predicate()),
-                projection: filter.projection().as_ref().map(|p| p.to_vec()),
-            });
-        } else if let Some(projection) = node.downcast_ref::<ProjectionExec>() {
-            stages.push(Stage::Project {
-                input: projection.input().schema(),
-                exprs: projection
-                    .expr()
-                    .iter()
-                    .map(|e| Arc::clone(&e.expr))
-                    .collect(),
-            });
-        }
-    }
+    let stages = rows::stages_of(chain);
     Ok(AggregateSpec {
         input: source.schema(),
         stages,

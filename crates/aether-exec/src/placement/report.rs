@@ -85,7 +85,13 @@ impl PlacementReport {
             .count()
     }
 
-    /// The report as text, filtered by `filter`; empty when there is nothing to say.
+    /// The plan nodes the report covers.
+    pub fn exec_nodes(&self) -> usize {
+        self.lines.iter().filter(|l| l.kind == "Exec").count()
+    }
+
+    /// The report as text, filtered by `filter`, ending with how many operators run on
+    /// the GPU; empty when there is nothing to say.
     pub fn render(&self, filter: ExplainFilter) -> String {
         let mut out = String::new();
         if filter == ExplainFilter::None {
@@ -114,6 +120,12 @@ impl PlacementReport {
                 line.status()
             );
         }
+        let _ = writeln!(
+            out,
+            "{} of {} operators will run on GPU",
+            self.gpu_nodes(),
+            self.exec_nodes()
+        );
         out
     }
 }

@@ -1,0 +1,151 @@
+//! Row segments: a chain of filters and projections that no GPU aggregate consumes,
+//! run on the GPU and returning its rows (stream compaction,
+//! [`crate::codegen::rows`]).
+//!
+//! The chain is the longest run of `FilterExec` / `ProjectionExec` from the node
+//! placement reached; what it reads is uploaded, its rows come back through
+//! `DeviceToHostExec`. A segment returns one partition, so where the chain returned
+//! several, the partitioning is restored above it (a hash partitioning as it was, or
+//! round-robin to as many partitions): operators above keep their parallelism and
+//! any partition-wise contract.
+//!
+//! With `auto`, a row segment moves only when its input is resident on the GPU and
+//! the cost model predicts a gain: from host memory its input crosses PCIe one way and
+//! its rows the other, then CPU operators read them, which the CPU's own filter beats.
+
+use std::sync::Arc;
+
+use aether_gpu::layout::{LayoutOptions, device_form_of};
+use datafusion::physical_expr::PhysicalExpr;
+use datafusion::physical_expr::expressions::Column;
+use datafusion::physical_plan::filter::FilterExec;
+use datafusion::physical_plan::projection::ProjectionExec;
+use datafusion::physical_plan::{ExecutionPlan, ExecutionPlanProperties, Partitioning};
+
+use super::report::Mark;
+use crate::codegen::pipeline::Stage;
+use crate::codegen::rows::{RowKernels, row_kernels};
+use crate::reason::{PlacementReason, ReasonCode};
+
+/// A chain of filters and projections down to what it reads.
+pub(super) struct RowChain {
+    /// The chain's nodes, top first.
+    pub nodes: Vec<Arc<dyn ExecutionPlan>>,
+    pub source: Arc<dyn ExecutionPlan>,
+}
+
+/// Whether `plan` is a filter or a projection.
+pub(super) fn is_row_stage(plan: &Arc<dyn ExecutionPlan>) -> bool {
+    plan.is::<FilterExec>() || plan.is::<ProjectionExec>()
+}
+
+/// The chain of filters and projections starting at `plan`, if it is one.
+pub(super) fn row_chain(plan: &Arc<dyn ExecutionPlan>) -> Option<RowChain> {
+    if !is_row_stage(plan) {
+        return None;
+    }
+    let mut nodes = Vec::new();
+    let mut node = Arc::clone(plan);
+    while is_row_stage(&node) {
+        let child = Arc::clone(node.children()[0]);
+        nodes.push(node);
+        node = child;
+    }
+    Some(RowChain {
+        nodes,
+        source: node,
+    })
+}
+
+/// The fused stages of `chain` (top first), bottom first.
+pub(super) fn stages_of(chain: &[Arc<dyn ExecutionPlan>]) -> Vec<Stage> {
+    let mut stages = Vec::new();
+    for node in chain.iter().rev() {
+        if let Some(filter) = node.downcast_ref::<FilterExec>() {
+            stages.push(Stage::Filter {
+                input: filter.input().schema(),
+                predicate: Arc::clone(filter.predicate()),
+                projection: filter.projection().as_ref().map(|p| p.to_vec()),
+            });
+        } else if let Some(projection) = node.downcast_ref::<ProjectionExec>() {
+            stages.push(Stage::Project {
+                input: projection.input().schema(),
+                exprs: projection
+                    .expr()
+                    .iter()
+                    .map(|e| Arc::clone(&e.expr))
+                    .collect(),
+            });
+        }
+    }
+    stages
+}
+
+/// Whether every node of `chain` only selects or renames columns: nothing to compute,
+/// so moving it would add two transfers and no work.
+fn selects_only(chain: &[Arc<dyn ExecutionPlan>]) -> bool {
+    chain.iter().all(|node| {
+        node.downcast_ref::<ProjectionExec>().is_some_and(|p| {
+            p.expr().iter().all(|e| {
+                let any: &dyn PhysicalExpr = e.expr.as_ref();
+                any.downcast_ref::<Column>().is_some()
+            })
+        })
+    })
+}
+
+/// Why the chain cannot run on the GPU, or its kernels.
+pub(super) fn row_segment_kernels(
+    chain: &RowChain,
+) -> Result<RowKernels, (Mark, Vec<PlacementReason>)> {
+    let not_on_gpu = |code, text: String| (Mark::NotOnGpu, vec![PlacementReason::new(code, text)]);
+    let top = &chain.nodes[0];
+    if selects_only(&chain.nodes) {
+        return Err(not_on_gpu(
+            ReasonCode::UnsupportedOperator,
+            "it only selects columns, which moving to the GPU would only add transfers to".into(),
+        ));
+    }
+    if top.output_ordering().is_some() {
+        return Err(not_on_gpu(
+            ReasonCode::UnsupportedOperator,
+            "its rows keep their input's sort order, which a GPU segment does not promise yet"
+                .into(),
+        ));
+    }
+    let mut reasons = Vec::new();
+    for field in chain.source.schema().fields() {
+        if let Err(e) = device_form_of(field.data_type(), &LayoutOptions::default()) {
+            reasons.push(PlacementReason::new(
+                ReasonCode::UnsupportedType,
+                format!(
+                    "unsupported data types in input: {} ({e})",
+                    field.data_type()
+                ),
+            ));
+        }
+    }
+    let stages = stages_of(&chain.nodes);
+    match row_kernels(&chain.source.schema(), &stages, &top.schema()) {
+        Ok(kernels) if reasons.is_empty() => Ok(kernels),
+        Ok(_) => Err((Mark::NotOnGpu, reasons)),
+        Err(more) => {
+            reasons.extend(more);
+            Err((Mark::NotOnGpu, reasons))
+        }
+    }
+}
+
+/// The partitioning to restore above a row segment replacing `top`, if it had several
+/// partitions: its hash partitioning, or round-robin over as many partitions.
+pub(super) fn partitioning_to_restore(top: &Arc<dyn ExecutionPlan>) -> Option<Partitioning> {
+    let partitioning = top.output_partitioning();
+    let count = partitioning.partition_count();
+    if count <= 1 {
+        return None;
+    }
+    Some(match partitioning {
+        Partitioning::Hash(exprs, n) => Partitioning::Hash(exprs.clone(), *n),
+        _ => Partitioning::RoundRobinBatch(count),
+    })
+}

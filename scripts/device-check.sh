@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Runs the GPU checks and benchmarks on a GPU host that has no Rust toolchain.
+#
+# Build here first (`scripts/device-pack.sh`), which leaves stripped, xz-compressed
+# binaries in .devcarry/; on the GPU host, from the repository root:
+#   bash scripts/device-check.sh OUT_DIR [tests] [sf1] [sf10]
+# (all three parts when none is named). Every log and JSON report goes to OUT_DIR;
+# summary.txt lists each step's exit status and time. Nothing is built on the GPU host.
+set -uo pipefail
+out=${1:?usage: device-check.sh OUT_DIR [tests] [sf1] [sf10]}
+shift
+parts=${*:-tests sf1 sf10}
+wants() { [[ " $parts " == *" $1 "* ]]; }
+mkdir -p "$out" /tmp/bin
+for f in .devcarry/*.xz; do
+    name=$(basename "$f" .xz)
+    xz -dc "$f" > "/tmp/bin/$name" && chmod +x "/tmp/bin/$name"
+done
+cd /tmp/bin || exit 1
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv > "$out/gpu.txt" 2>&1
+run() { # name, command...
+    local name=$1; shift
+    local start=$(date +%s)
+    "$@" > "$out/$name.log" 2>&1
+    local rc=$?
+    echo "$name: rc=$rc $(( $(date +%s) - start )) s" | tee -a "$out/summary.txt"
+    tail -3 "$out/$name.log" | sed 's/^/    /' >> "$out/summary.txt"
+}
+if wants tests; then
+    for t in gpu_runtime gpu_transfer gpu_expressions gpu_queries; do
+        [ -x "$t" ] && run "$t" "./$t" --include-ignored --test-threads 1
+    done
+    # The 22 TPC-H queries with row segments, at SF10, against the CPU engine.
+    [ -x gpu_queries ] && AETHER_GPU_TPCH_SF=10 run gpu_queries_rows_tpch_sf10 \
+        ./gpu_queries --include-ignored --test-threads 1 rows::tpch
+fi
+for sf in 1 10; do
+    wants "sf$sf" || continue
+    for engine in cpu gpu auto; do
+        run "bench-sf$sf-$engine" ./aether bench tpch --sf "$sf" --engine "$engine" \
+            --iterations 3 --json "$out/bench-sf$sf-$engine.json"
+    done
+    run "bench-sf$sf-gpu-resident" ./aether bench tpch --sf "$sf" --engine gpu --resident \
+        --iterations 3 --json "$out/bench-sf$sf-gpu-resident.json"
+done
