@@ -30,9 +30,9 @@ if wants tests; then
     for t in gpu_runtime gpu_transfer gpu_expressions gpu_queries; do
         [ -x "$t" ] && run "$t" "./$t" --include-ignored --test-threads 1
     done
-    # The 22 TPC-H queries with row segments, at SF10, against the CPU engine.
-    [ -x gpu_queries ] && AETHER_GPU_TPCH_SF=10 run gpu_queries_rows_tpch_sf10 \
-        ./gpu_queries --include-ignored --test-threads 1 rows::tpch
+    # The 22 TPC-H queries at SF10 against the CPU engine.
+    [ -x gpu_queries ] && AETHER_GPU_TPCH_SF=10 run gpu_queries_tpch_sf10 \
+        ./gpu_queries --include-ignored --test-threads 1 tpch_on_the_gpu
 fi
 for sf in 1 10; do
     wants "sf$sf" || continue

@@ -589,18 +589,7 @@ impl Placer<'_> {
             Ok(spec) => spec,
             Err(reasons) => return Decision::Cpu(Mark::NotOnGpu, reasons),
         };
-        let mut reasons = Vec::new();
-        for field in source.schema().fields() {
-            if let Err(e) = device_form_of(field.data_type(), &LayoutOptions::default()) {
-                reasons.push(PlacementReason::new(
-                    ReasonCode::UnsupportedType,
-                    format!(
-                        "unsupported data types in input: {} ({e})",
-                        field.data_type()
-                    ),
-                ));
-            }
-        }
+        let mut reasons = input_type_reasons(&source.schema());
         let kernels = match aggregate_kernels(&spec) {
             Ok(kernels) if reasons.is_empty() => kernels,
             Ok(_) => return Decision::Cpu(Mark::NotOnGpu, reasons),
@@ -669,6 +658,24 @@ fn input_rows(source: &Arc<dyn ExecutionPlan>) -> Option<usize> {
 enum Decision {
     Gpu(AggregateSpec, crate::codegen::aggregate::AggregateKernels),
     Cpu(Mark, Vec<PlacementReason>),
+}
+
+/// Why columns of `schema`, a segment's input, cannot be uploaded (none when all can).
+fn input_type_reasons(schema: &datafusion::arrow::datatypes::Schema) -> Vec<PlacementReason> {
+    schema
+        .fields()
+        .iter()
+        .filter_map(|field| {
+            let error = device_form_of(field.data_type(), &LayoutOptions::default()).err()?;
+            Some(PlacementReason::new(
+                ReasonCode::UnsupportedType,
+                format!(
+                    "unsupported data types in input: {} ({error})",
+                    field.data_type()
+                ),
+            ))
+        })
+        .collect()
 }
 
 /// DataFusion's one-line display of `plan`.

@@ -15,7 +15,6 @@
 
 use std::sync::Arc;
 
-use aether_gpu::layout::{LayoutOptions, device_form_of};
 use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_expr::expressions::Column;
 use datafusion::physical_plan::filter::FilterExec;
@@ -113,18 +112,7 @@ pub(super) fn row_segment_kernels(
                 .into(),
         ));
     }
-    let mut reasons = Vec::new();
-    for field in chain.source.schema().fields() {
-        if let Err(e) = device_form_of(field.data_type(), &LayoutOptions::default()) {
-            reasons.push(PlacementReason::new(
-                ReasonCode::UnsupportedType,
-                format!(
-                    "unsupported data types in input: {} ({e})",
-                    field.data_type()
-                ),
-            ));
-        }
-    }
+    let mut reasons = super::input_type_reasons(&chain.source.schema());
     let stages = stages_of(&chain.nodes);
     match row_kernels(&chain.source.schema(), &stages, &top.schema()) {
         Ok(kernels) if reasons.is_empty() => Ok(kernels),

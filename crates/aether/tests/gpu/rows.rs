@@ -4,16 +4,15 @@
 //! decimals, dates and booleans, NULLs. Random tables (NULLs, NaN, -0.0, +-inf, extreme
 //! decimals and dates, few- and many-valued strings; 0 rows to 10^7 rows), faults that
 //! only the CPU computes exactly (division by zero, decimal overflow: both engines must
-//! fail alike), order under an ORDER BY, and the 22 TPC-H queries (row segments under
-//! joins).
+//! fail alike) and order under an ORDER BY. The TPC-H comparison in `gpu_queries.rs`
+//! checks that row segments run under joins.
 //!
 //! A module of the `gpu_queries` test binary (one binary keeps what travels to a GPU
 //! host small); it runs with `cargo test --release --test gpu_queries -- --include-ignored
-//! rows::` (`AETHER_GPU_TPCH_SF` sets the TPC-H scale factor, 1 by default).
+//! rows::`.
 
 use std::sync::Arc;
 
-use aether::tpch::{QUERY_NUMBERS, query_sql, register_tpch};
 use aether::{AetherContext, ScriptOutput};
 use aether_gpu::random::XorShift64;
 use datafusion::arrow::array::{
@@ -103,7 +102,7 @@ async fn compare_rows(cpu: &AetherContext, gpu: &AetherContext, sql: &str, order
 }
 
 /// Whether the GPU engine's plan of `sql` (one statement) holds a row segment.
-async fn has_row_segment(gpu: &AetherContext, sql: &str) -> bool {
+pub(super) async fn has_row_segment(gpu: &AetherContext, sql: &str) -> bool {
     let plan = gpu.physical_plan(sql).await.unwrap();
     displayable(plan.as_ref())
         .indent(true)
@@ -456,34 +455,4 @@ async fn ten_million_rows_match_the_cpu() {
     ] {
         compare(&cpu, &gpu, sql, false).await;
     }
-}
-
-#[tokio::test]
-#[ignore = "needs a GPU"]
-async fn tpch_with_row_segments_matches_the_cpu() {
-    let sf: f64 = std::env::var("AETHER_GPU_TPCH_SF")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(1.0);
-    let (cpu, gpu) = (context("cpu"), context("gpu"));
-    register_tpch(&cpu, sf).unwrap();
-    register_tpch(&gpu, sf).unwrap();
-    let (mut moved, mut with_rows) = (Vec::new(), Vec::new());
-    for n in QUERY_NUMBERS {
-        let sql = query_sql(n, sf).unwrap();
-        if compare_rows(&cpu, &gpu, &sql, false).await {
-            moved.push(n);
-        }
-        // Q15 is a script (create view, query, drop view): no single plan to look at.
-        if n != 15 && has_row_segment(&gpu, &sql).await {
-            with_rows.push(n);
-        }
-    }
-    println!(
-        "TPC-H SF{sf}: 22 queries identical on both engines; parts on the GPU: {moved:?}; row segments: {with_rows:?}"
-    );
-    assert!(
-        with_rows.iter().any(|n| ![1, 6].contains(n)),
-        "no row segment under a join: {with_rows:?}"
-    );
 }
