@@ -80,3 +80,59 @@ async fn every_tpch_query_shows_its_placement_with_reasons() {
         );
     }
 }
+
+/// The placement report of `sql` with `--engine gpu` in explain-only mode, one partition.
+async fn gpu_report(sql: &str) -> String {
+    let settings: Vec<Setting> = [
+        ("aether.engine", "gpu"),
+        ("aether.sql.mode", "explainOnly"),
+        ("datafusion.execution.target_partitions", "1"),
+    ]
+    .iter()
+    .map(|(key, value)| Setting {
+        key: (*key).into(),
+        value: (*value).into(),
+    })
+    .collect();
+    let (context, _) = AetherContext::with_settings(&settings).unwrap();
+    register_tpch(&context, 0.01).unwrap();
+    let output = context.script(sql, ScriptMode::Explain).await.unwrap();
+    output
+        .placements
+        .iter()
+        .max_by_key(|r| r.lines.len())
+        .unwrap()
+        .render(ExplainFilter::All)
+}
+
+#[tokio::test]
+async fn a_filter_and_projection_return_rows_from_the_gpu() {
+    let report = gpu_report(
+        "select l_orderkey, l_extendedprice * (1 - l_discount) from lineitem where l_shipmode = 'AIR'",
+    )
+    .await;
+    assert!(
+        report.contains("*Exec <FilterExec> will run on GPU"),
+        "{report}"
+    );
+    assert!(
+        report.contains("*Exec <ProjectionExec> will run on GPU"),
+        "{report}"
+    );
+    assert!(
+        report.contains("2 of 3 operators will run on GPU"),
+        "{report}"
+    );
+}
+
+#[tokio::test]
+async fn a_limit_pushed_into_a_filter_keeps_it_on_the_cpu() {
+    // On one partition DataFusion moves the LIMIT into the filter (`fetch=5`) and drops
+    // the limit operator: a segment ignoring the limit would return every row.
+    let report =
+        gpu_report("select l_orderkey + 1 from lineitem where l_quantity > 10 limit 5").await;
+    assert!(
+        report.contains("stops after a row limit") || report.contains("LimitExec"),
+        "{report}"
+    );
+}

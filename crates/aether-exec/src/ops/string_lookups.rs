@@ -85,11 +85,18 @@ fn evaluate_lookup(
         true,
     )]));
     let batch = RecordBatch::try_new(schema, vec![array]).map_err(|e| failed(&e))?;
+    // Every string of the dictionary is evaluated, also strings only rows an earlier
+    // filter drops hold: an error here is a row fault, so the CPU reruns the work and
+    // answers (or fails) as DataFusion does.
     let result = lookup
         .predicate
         .evaluate(&batch)
         .and_then(|value| value.into_array(batch.num_rows()))
-        .map_err(|e| failed(&e))?;
+        .map_err(|e| {
+            DeviceError::RowFault(format!(
+                "a string predicate failed on a dictionary value: {e}"
+            ))
+        })?;
     let Some(result) = result.as_boolean_opt() else {
         return Err(failed(&"the predicate is not boolean"));
     };

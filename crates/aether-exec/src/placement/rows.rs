@@ -105,6 +105,15 @@ pub(super) fn row_segment_kernels(
             "it only selects columns, which moving to the GPU would only add transfers to".into(),
         ));
     }
+    if let Some(limited) = chain.nodes.iter().find(|node| node.fetch().is_some()) {
+        return Err(not_on_gpu(
+            ReasonCode::UnsupportedOperator,
+            format!(
+                "{} stops after a row limit (a LIMIT pushed into it), which a GPU segment does not apply yet",
+                limited.name()
+            ),
+        ));
+    }
     if top.output_ordering().is_some() {
         return Err(not_on_gpu(
             ReasonCode::UnsupportedOperator,
