@@ -21,7 +21,6 @@ use datafusion::arrow::array::{
     StringViewArray,
 };
 use datafusion::arrow::datatypes::{DataType, Field, Schema};
-use datafusion::arrow::util::display::array_value_to_string;
 use datafusion::datasource::MemTable;
 
 fn context(engine: &str) -> AetherContext {
@@ -34,20 +33,7 @@ fn context(engine: &str) -> AetherContext {
 
 /// Rows as text, sorted, with float columns kept apart for a tolerant comparison.
 fn rows(batches: &[RecordBatch]) -> Vec<Vec<String>> {
-    let mut rows = Vec::new();
-    for batch in batches {
-        for row in 0..batch.num_rows() {
-            rows.push(
-                batch
-                    .columns()
-                    .iter()
-                    .map(|c| array_value_to_string(c, row).unwrap())
-                    .collect::<Vec<_>>(),
-            );
-        }
-    }
-    rows.sort();
-    rows
+    rows::cells(batches, true)
 }
 
 fn same_value(a: &str, b: &str) -> bool {

@@ -18,19 +18,7 @@ const SNAPSHOT: &str = concat!(
 
 #[tokio::test]
 async fn every_tpch_query_shows_its_placement_with_reasons() {
-    let settings: Vec<Setting> = [
-        ("aether.engine", "gpu"),
-        ("aether.sql.mode", "explainOnly"),
-        ("datafusion.execution.target_partitions", "4"),
-    ]
-    .iter()
-    .map(|(key, value)| Setting {
-        key: (*key).into(),
-        value: (*value).into(),
-    })
-    .collect();
-    let (context, _) = AetherContext::with_settings(&settings).unwrap();
-    register_tpch(&context, 0.01).unwrap();
+    let context = explain_only_gpu_context("4");
     let mut text = String::new();
     for n in QUERY_NUMBERS {
         let sql = query_sql(n, 0.01).unwrap();
@@ -81,12 +69,13 @@ async fn every_tpch_query_shows_its_placement_with_reasons() {
     }
 }
 
-/// The placement report of `sql` with `--engine gpu` in explain-only mode, one partition.
-async fn gpu_report(sql: &str) -> String {
+/// A context placing with `--engine gpu` in explain-only mode over `partitions`
+/// partitions, with TPC-H at SF 0.01 registered.
+fn explain_only_gpu_context(partitions: &str) -> AetherContext {
     let settings: Vec<Setting> = [
         ("aether.engine", "gpu"),
         ("aether.sql.mode", "explainOnly"),
-        ("datafusion.execution.target_partitions", "1"),
+        ("datafusion.execution.target_partitions", partitions),
     ]
     .iter()
     .map(|(key, value)| Setting {
@@ -96,6 +85,12 @@ async fn gpu_report(sql: &str) -> String {
     .collect();
     let (context, _) = AetherContext::with_settings(&settings).unwrap();
     register_tpch(&context, 0.01).unwrap();
+    context
+}
+
+/// The placement report of `sql` with `--engine gpu` in explain-only mode, one partition.
+async fn gpu_report(sql: &str) -> String {
+    let context = explain_only_gpu_context("1");
     let output = context.script(sql, ScriptMode::Explain).await.unwrap();
     output
         .placements

@@ -45,7 +45,7 @@ fn engines(table: MemTable) -> (AetherContext, AetherContext) {
 }
 
 /// Rows as text, sorted when `sort`.
-fn cells(batches: &[RecordBatch], sort: bool) -> Vec<Vec<String>> {
+pub(super) fn cells(batches: &[RecordBatch], sort: bool) -> Vec<Vec<String>> {
     let mut rows = Vec::new();
     for batch in batches {
         for row in 0..batch.num_rows() {
