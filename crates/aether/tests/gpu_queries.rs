@@ -1,6 +1,7 @@
 //! Queries on the GPU engine against the CPU engine, on the same data: random tables
 //! (NULLs, NaN, -0.0, extreme decimals, strings, 1 to 10^6+ groups) and TPC-H. The
-//! `rows` module tests segments that return rows (filters and projections).
+//! `rows` module tests segments that return rows (filters and projections), the `joins`
+//! module hash joins.
 //!
 //! Needs a GPU: every test is `#[ignore = "needs a GPU"]`, so CI lists them as ignored.
 //! On a GPU host: `cargo test --release --test gpu_queries -- --include-ignored`
@@ -8,6 +9,8 @@
 
 #![allow(clippy::unwrap_used, clippy::panic)]
 
+#[path = "gpu/joins.rs"]
+mod joins;
 #[path = "gpu/rows.rs"]
 mod rows;
 

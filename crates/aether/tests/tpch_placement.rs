@@ -131,3 +131,32 @@ async fn a_limit_pushed_into_a_filter_keeps_it_on_the_cpu() {
         "{report}"
     );
 }
+
+#[tokio::test]
+async fn an_equi_join_on_integer_keys_runs_on_the_gpu_with_its_exchanges() {
+    let report =
+        gpu_report("select o_orderkey, c_name from orders join customer on o_custkey = c_custkey")
+            .await;
+    assert!(
+        report.contains("*Exec <HashJoinExec> will run on GPU"),
+        "{report}"
+    );
+}
+
+#[tokio::test]
+async fn joins_the_gpu_cannot_run_say_why() {
+    let strings =
+        gpu_report("select o_orderkey from orders join customer on o_comment = c_comment").await;
+    assert!(
+        strings.contains("!Exec <HashJoinExec>") && strings.contains("codes shared by both sides"),
+        "{strings}"
+    );
+    let residual = gpu_report(
+        "select o_orderkey from orders join customer on o_custkey = c_custkey and o_totalprice > c_acctbal",
+    )
+    .await;
+    assert!(
+        residual.contains("!Exec <HashJoinExec>") && residual.contains("residual filter"),
+        "{residual}"
+    );
+}

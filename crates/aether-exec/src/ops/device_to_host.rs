@@ -83,6 +83,11 @@ impl DeviceToHostExec {
     pub fn few_rows(&self) -> bool {
         self.few_rows
     }
+
+    /// The GPU operator whose batches this downloads.
+    pub fn device_input(&self) -> &Arc<dyn ExecutionPlan> {
+        &self.input
+    }
 }
 
 impl DisplayAs for DeviceToHostExec {

@@ -4,7 +4,8 @@
 //! A GPU segment is `HostToDeviceExec -> GpuSegmentExec -> DeviceToHostExec`: the
 //! segment operator runs the filters and projections it replaced fused into the
 //! kernels of what they end in, a hash aggregate (partial, or partial and final) or
-//! rows (stream compaction). Only the transitions speak `RecordBatch`: inside a
+//! rows (stream compaction). `GpuHashJoinExec` joins two device streams; a segment or
+//! join above it reads its batches on the device. Only the transitions speak `RecordBatch`: inside a
 //! segment, operators call [`DeviceExec::execute_device`] on their child and pass
 //! `DeviceBatch`es that never leave the GPU.
 
@@ -18,16 +19,21 @@ use datafusion::physical_plan::ExecutionPlan;
 use futures::Stream;
 
 mod device_to_host;
+mod gather;
+mod gpu_hash_join;
 mod gpu_segment;
 mod group_table;
 mod host_layout;
 mod host_to_device;
+mod join_kernels;
+mod join_table;
 mod resident;
 mod row_compaction;
 mod string_codes;
 mod string_lookups;
 
 pub use device_to_host::DeviceToHostExec;
+pub use gpu_hash_join::{GpuHashJoinExec, GpuJoinSpec, JoinSide};
 pub use gpu_segment::{GpuSegmentExec, SegmentOutput};
 pub use host_to_device::HostToDeviceExec;
 pub use resident::ResidentTables;
@@ -47,6 +53,9 @@ pub fn as_device_exec(plan: &Arc<dyn ExecutionPlan>) -> Option<&dyn DeviceExec> 
         return Some(exec);
     }
     if let Some(exec) = plan.downcast_ref::<GpuSegmentExec>() {
+        return Some(exec);
+    }
+    if let Some(exec) = plan.downcast_ref::<GpuHashJoinExec>() {
         return Some(exec);
     }
     None

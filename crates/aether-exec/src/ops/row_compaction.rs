@@ -30,14 +30,14 @@ pub struct RowCompactor {
     fault_word: Option<DeviceBuffer>,
 }
 
-/// How a batch is cut into blocks' chunks.
-struct Chunks {
-    blocks: usize,
-    chunk: usize,
+/// How a batch is cut into blocks' chunks (of [`ROWS_THREADS`]-thread blocks).
+pub(crate) struct Chunks {
+    pub blocks: usize,
+    pub chunk: usize,
 }
 
 impl Chunks {
-    fn of(device: &GpuDevice, rows: usize) -> Self {
+    pub fn of(device: &GpuDevice, rows: usize) -> Self {
         let most = (device.info().multiprocessors.max(1) as usize) * BLOCKS_PER_MULTIPROCESSOR;
         let threads = ROWS_THREADS as usize;
         let wanted = rows.div_ceil(threads).clamp(1, most);
@@ -48,7 +48,7 @@ impl Chunks {
         }
     }
 
-    fn config(&self) -> LaunchConfig {
+    pub fn config(&self) -> LaunchConfig {
         LaunchConfig {
             grid_dim: (self.blocks as u32, 1, 1),
             block_dim: (ROWS_THREADS, 1, 1),

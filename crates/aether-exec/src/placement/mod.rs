@@ -22,6 +22,7 @@
 
 mod cost;
 mod final_aggregate;
+mod joins;
 mod report;
 mod rows;
 mod shape;
@@ -38,6 +39,7 @@ use datafusion::error::Result;
 use datafusion::physical_optimizer::PhysicalOptimizerRule;
 use datafusion::physical_plan::aggregates::{AggregateExec, AggregateMode};
 use datafusion::physical_plan::filter::FilterExec;
+use datafusion::physical_plan::joins::HashJoinExec;
 use datafusion::physical_plan::projection::ProjectionExec;
 use datafusion::physical_plan::repartition::RepartitionExec;
 use datafusion::physical_plan::{ExecutionPlan, Partitioning, displayable};
@@ -55,7 +57,8 @@ use crate::codegen::expr::ExprCompiler;
 use crate::codegen::rows::RowKernels;
 use crate::engine::Engine;
 use crate::ops::{
-    DeviceToHostExec, GpuSegmentExec, HostToDeviceExec, ResidentTables, SegmentOutput,
+    DeviceToHostExec, GpuHashJoinExec, GpuSegmentExec, HostToDeviceExec, ResidentTables,
+    SegmentOutput,
 };
 use crate::reason::{PlacementReason, ReasonCode};
 
@@ -112,6 +115,7 @@ pub fn place(plan: Arc<dyn ExecutionPlan>, settings: &PlacementSettings) -> Resu
         lines: Vec::new(),
         spine: true,
         last_segment_few_rows: false,
+        parent_takes_device: false,
     };
     let placed = placer.visit(&plan, 0)?;
     report.lines = placer.lines;
@@ -131,6 +135,9 @@ struct Placer<'a> {
     spine: bool,
     /// Whether the GPU segment placed last is expected to return few rows.
     last_segment_few_rows: bool,
+    /// Whether the node about to be visited feeds a GPU operator, which reads a GPU
+    /// operator's batches on the device: no partitioning is restored above it.
+    parent_takes_device: bool,
 }
 
 /// The final aggregate a GPU segment computes as well (see [`final_aggregate`]).
@@ -216,6 +223,10 @@ impl Placer<'_> {
         plan: &Arc<dyn ExecutionPlan>,
         depth: usize,
     ) -> Result<Arc<dyn ExecutionPlan>> {
+        let takes_device = std::mem::take(&mut self.parent_takes_device);
+        if let Some(join) = plan.downcast_ref::<HashJoinExec>() {
+            return self.visit_join(plan, join, depth, takes_device);
+        }
         if let Some(candidate) = candidate(plan) {
             let decision = self.decide(&candidate.aggregate, &candidate.chain, &candidate.source);
             return self.visit_candidate(candidate, decision, depth, None);
@@ -235,7 +246,7 @@ impl Placer<'_> {
             }
         }
         if let Some(chain) = rows::row_chain(plan) {
-            return self.visit_row_chain(chain, depth);
+            return self.visit_row_chain(chain, depth, takes_device);
         }
         self.line(depth, Mark::NotOnGpu, plan, reasons);
         self.expression_lines(plan, depth + 1);
@@ -384,17 +395,13 @@ impl Placer<'_> {
                 }
                 let source_depth = depth + 1 + chain.len();
                 let few_rows = shape::few_groups(&spec, &source);
+                self.parent_takes_device = true;
                 let new_source = self.visit(&source, source_depth)?;
                 self.last_segment_few_rows = few_rows;
                 let Some(device) = &self.settings.device else {
                     return Ok(final_part.map_or(aggregate, |part| part.plan));
                 };
-                let upload: Arc<dyn ExecutionPlan> = Arc::new(HostToDeviceExec::new(
-                    new_source,
-                    Arc::clone(device),
-                    self.settings.batch_bytes,
-                    self.settings.resident.clone(),
-                ));
+                let upload = self.device_input(new_source, device);
                 let mut stages: Vec<String> = chain.iter().rev().map(one_line).collect();
                 let description = one_line(&aggregate);
                 // The CPU plan the segment replaces, run if the GPU cannot finish.
@@ -482,6 +489,7 @@ impl Placer<'_> {
         &mut self,
         chain: RowChain,
         mut depth: usize,
+        takes_device: bool,
     ) -> Result<Arc<dyn ExecutionPlan>> {
         let top = Arc::clone(&chain.nodes[0]);
         let kernels = match self.decide_rows(&chain) {
@@ -503,7 +511,7 @@ impl Placer<'_> {
                 return rebuild_chain(&chain.nodes, source);
             }
         };
-        let restore = rows::partitioning_to_restore(&top);
+        let restore = rows::partitioning_to_restore(&top).filter(|_| !takes_device);
         if restore.is_some() {
             self.restore_line(
                 depth,
@@ -514,16 +522,12 @@ impl Placer<'_> {
         for (i, node) in chain.nodes.iter().enumerate() {
             self.line(depth + i, Mark::OnGpu, node, Vec::new());
         }
+        self.parent_takes_device = true;
         let source = self.visit(&chain.source, depth + chain.nodes.len())?;
         let Some(device) = &self.settings.device else {
             return Ok(top);
         };
-        let upload: Arc<dyn ExecutionPlan> = Arc::new(HostToDeviceExec::new(
-            Arc::clone(&source),
-            Arc::clone(device),
-            self.settings.batch_bytes,
-            self.settings.resident.clone(),
-        ));
+        let upload = self.device_input(Arc::clone(&source), device);
         let segment: Arc<dyn ExecutionPlan> = Arc::new(GpuSegmentExec::new(
             upload,
             Arc::clone(device),
@@ -535,6 +539,108 @@ impl Placer<'_> {
         let fallback = rebuild_chain(&chain.nodes, source)?;
         let exit: Arc<dyn ExecutionPlan> =
             Arc::new(DeviceToHostExec::new(segment, Arc::clone(device), fallback));
+        Ok(match restore {
+            Some(partitioning) => Arc::new(RepartitionExec::try_new(exit, partitioning)?),
+            None => exit,
+        })
+    }
+
+    /// What a GPU operator reads `source` through: the batches of the GPU operator
+    /// below it on the device, or an upload.
+    fn device_input(
+        &self,
+        source: Arc<dyn ExecutionPlan>,
+        device: &Arc<GpuDevice>,
+    ) -> Arc<dyn ExecutionPlan> {
+        if let Some(exit) = source.downcast_ref::<DeviceToHostExec>() {
+            return Arc::clone(exit.device_input());
+        }
+        Arc::new(HostToDeviceExec::new(
+            source,
+            Arc::clone(device),
+            self.settings.batch_bytes,
+            self.settings.resident.clone(),
+        ))
+    }
+
+    /// A hash join: a [`GpuHashJoinExec`] over both inputs on the device, the
+    /// exchanges right below it collapsed ([`joins`]), or the CPU join with its reasons.
+    fn visit_join(
+        &mut self,
+        plan: &Arc<dyn ExecutionPlan>,
+        join: &HashJoinExec,
+        mut depth: usize,
+        takes_device: bool,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        let spec = joins::join_spec(join).and_then(|spec| {
+            if self.settings.engine == Engine::Auto {
+                return Err(vec![PlacementReason::new(
+                    ReasonCode::CostModel,
+                    "the cost model does not predict joins yet (--engine gpu moves them)",
+                )]);
+            }
+            Ok(spec)
+        });
+        let spec = match spec {
+            Ok(spec) => spec,
+            Err(reasons) => {
+                let mark = if reasons.iter().all(|r| r.code == ReasonCode::CostModel) {
+                    Mark::KeptByCost
+                } else {
+                    Mark::NotOnGpu
+                };
+                self.line(depth, mark, plan, reasons);
+                return self.visit_children(plan, depth + 1);
+            }
+        };
+        let restore = rows::partitioning_to_restore(plan).filter(|_| !takes_device);
+        if restore.is_some() {
+            self.restore_line(depth, "the partitioning of the rows the GPU join returns");
+            depth += 1;
+        }
+        self.line(depth, Mark::OnGpu, plan, Vec::new());
+        let spine = std::mem::replace(&mut self.spine, false);
+        let mut inputs = Vec::new();
+        let mut cpu_children = Vec::new();
+        for child in [join.left(), join.right()] {
+            let (exchanges, below) = joins::exchanges_below(child);
+            for (i, exchange) in exchanges.iter().enumerate() {
+                self.line(depth + 1 + i, Mark::OnGpu, exchange, Vec::new());
+            }
+            self.parent_takes_device = true;
+            let visited = self.visit(&below, depth + 1 + exchanges.len());
+            let visited = match visited {
+                Ok(visited) => visited,
+                Err(e) => {
+                    self.spine = spine;
+                    return Err(e);
+                }
+            };
+            cpu_children.push(rebuild_chain(&exchanges, Arc::clone(&visited))?);
+            inputs.push(visited);
+        }
+        self.spine = spine;
+        let Some(device) = &self.settings.device else {
+            return Ok(Arc::clone(plan));
+        };
+        let [build, probe]: [Arc<dyn ExecutionPlan>; 2] = inputs.try_into().map_err(|_| {
+            datafusion::error::DataFusionError::Internal("a join has two inputs".into())
+        })?;
+        let gpu: Arc<dyn ExecutionPlan> = Arc::new(GpuHashJoinExec::new(
+            self.device_input(build, device),
+            self.device_input(probe, device),
+            Arc::clone(device),
+            spec,
+            plan.schema(),
+            one_line(plan),
+        ));
+        // The CPU join the GPU join replaces, run if the GPU cannot finish.
+        let fallback = datafusion::physical_plan::replace_children_if_necessary(
+            Arc::clone(plan),
+            cpu_children,
+        )?;
+        let exit: Arc<dyn ExecutionPlan> =
+            Arc::new(DeviceToHostExec::new(gpu, Arc::clone(device), fallback));
         Ok(match restore {
             Some(partitioning) => Arc::new(RepartitionExec::try_new(exit, partitioning)?),
             None => exit,

@@ -89,7 +89,12 @@ fn check(sql: &str, expected: &ScriptOutput, actual: &ScriptOutput, ordered: boo
 
 /// Runs `sql` on both engines and asserts the same rows; returns whether the GPU ran
 /// part of the plan.
-async fn compare_rows(cpu: &AetherContext, gpu: &AetherContext, sql: &str, ordered: bool) -> bool {
+pub(super) async fn compare_rows(
+    cpu: &AetherContext,
+    gpu: &AetherContext,
+    sql: &str,
+    ordered: bool,
+) -> bool {
     let expected = cpu
         .run_script(sql)
         .await
@@ -163,12 +168,12 @@ async fn fails_alike_on_random_tables(queries: &[&str], needle: &str) {
 }
 
 /// Each draw's value, or NULL for about one draw in 13 (from bits the values use little).
-fn values<T>(v: &[u64], value: impl Fn(u64) -> T) -> impl Iterator<Item = Option<T>> {
+pub(super) fn values<T>(v: &[u64], value: impl Fn(u64) -> T) -> impl Iterator<Item = Option<T>> {
     v.iter()
         .map(move |&v| (!(v >> 40).is_multiple_of(13)).then(|| value(v)))
 }
 
-fn draws(random: &mut XorShift64, len: usize) -> Vec<u64> {
+pub(super) fn draws(random: &mut XorShift64, len: usize) -> Vec<u64> {
     (0..len).map(|_| random.next_u64()).collect()
 }
 
@@ -192,7 +197,7 @@ fn int64s(v: &[u64]) -> ArrayRef {
 }
 
 /// -10..10 in thousandths, with NaN, -0.0, 0.0, +-inf, 1.0 and NULLs.
-fn float64s(v: &[u64]) -> ArrayRef {
+pub(super) fn float64s(v: &[u64]) -> ArrayRef {
     Arc::new(Float64Array::from_iter(values(v, |v| match v % 100 {
         0 => f64::NAN,
         1 => -0.0,
@@ -233,7 +238,7 @@ fn wide(v: u64) -> i128 {
 }
 
 /// 1991 to 1999, with 0001-01-01, 9999-12-31, 2000-01-31, 2000-02-29 and NULLs.
-fn dates(v: &[u64]) -> ArrayRef {
+pub(super) fn dates(v: &[u64]) -> ArrayRef {
     Arc::new(Date32Array::from_iter(values(v, |v| match v % 100 {
         0 => -719_162,
         1 => 2_932_896,
@@ -245,14 +250,14 @@ fn dates(v: &[u64]) -> ArrayRef {
 
 const FLAGS: [&str; 7] = ["A", "B", "X", "N", "", "cab", "longer than twelve bytes"];
 
-fn flags(v: &[u64]) -> ArrayRef {
+pub(super) fn flags(v: &[u64]) -> ArrayRef {
     Arc::new(StringViewArray::from_iter(values(v, |v| {
         FLAGS[((v >> 8) % 7) as usize]
     })))
 }
 
 /// Nearly all distinct; "ab" appears in a few percent of them.
-fn comments(v: &[u64]) -> ArrayRef {
+pub(super) fn comments(v: &[u64]) -> ArrayRef {
     Arc::new(StringViewArray::from_iter(values(v, |v| match v % 40 {
         0 => format!("ünïcödé ab {}", v >> 32),
         _ => format!("c{:x}", v >> 16),
@@ -267,7 +272,7 @@ fn booleans(v: &[u64]) -> ArrayRef {
 
 /// A table of `rows` rows in batches of [`BATCH_ROWS`] spread over [`PARTITIONS`];
 /// `columns(random, first row, rows)` makes each batch's columns.
-fn table(
+pub(super) fn table(
     schema: SchemaRef,
     rows: usize,
     seed: u64,
