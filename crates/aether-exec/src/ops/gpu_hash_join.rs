@@ -9,7 +9,8 @@
 //! (left semi) emit them in one last batch.
 //!
 //! Keys are integers, dates or narrow decimals (the planner checks); rows with a NULL
-//! key never match, as DataFusion's `NullEqualsNothing`.
+//! key never match, as DataFusion's `NullEqualsNothing`. A residual (non-equality)
+//! condition runs on the device over the key matches ([`super::join_filter`]).
 
 use std::fmt;
 use std::sync::Arc;
@@ -31,6 +32,7 @@ use datafusion::physical_plan::{
 use futures::{StreamExt, TryStreamExt};
 
 use super::gather::{concatenate, default_form, gather_column};
+use super::join_filter::{JoinResidual, ResidualFilter};
 use super::join_kernels::{Emit, JoinKernels};
 use super::join_table::{JoinTable, ProbeRows};
 use super::{DeviceExec, DeviceStream, as_device_exec, device_error};
@@ -53,6 +55,8 @@ pub struct GpuJoinSpec {
     pub probe_keys: Vec<usize>,
     /// Each output column: its side and column there.
     pub outputs: Vec<(JoinSide, usize)>,
+    /// The join's residual filter, when its condition has one.
+    pub residual: Option<JoinResidual>,
 }
 
 impl GpuJoinSpec {
@@ -323,12 +327,21 @@ impl DeviceExec for GpuHashJoinExec {
                 )
                 .map_err(device_error)?;
                 metrics.build.add_elapsed(start);
-                Ok::<_, DataFusionError>(Arc::new(table))
+                let start = std::time::Instant::now();
+                let residual = match &assembly.spec.residual {
+                    Some(residual) => Some(
+                        ResidualFilter::load(Arc::clone(device), residual.clone())
+                            .map_err(device_error)?,
+                    ),
+                    None => None,
+                };
+                metrics.compile.add_elapsed(start);
+                Ok::<_, DataFusionError>((Arc::new(table), residual))
             }
         };
         let joined = futures::stream::once(async move {
-            let table = match table.await {
-                Ok(table) => table,
+            let (table, mut residual) = match table.await {
+                Ok(loaded) => loaded,
                 Err(e) => return futures::stream::once(async move { Err(e) }).boxed(),
             };
             let probed = {
@@ -339,9 +352,13 @@ impl DeviceExec for GpuHashJoinExec {
                     let start = std::time::Instant::now();
                     metrics.probe_rows.add(batch.num_rows);
                     let spec = &assembly.spec;
-                    let rows = table
-                        .probe(&batch, &spec.probe_keys, spec.emit())
-                        .map_err(device_error)?;
+                    let rows = match &mut residual {
+                        Some(filter) => table
+                            .probe(&batch, &spec.probe_keys, Emit::Matches, false)
+                            .and_then(|pairs| filter.apply(&table, &batch, pairs, spec.join_type)),
+                        None => table.probe(&batch, &spec.probe_keys, spec.emit(), true),
+                    }
+                    .map_err(device_error)?;
                     let output = assembly
                         .batch(&table, Some(&batch), &rows)
                         .map_err(device_error)?;

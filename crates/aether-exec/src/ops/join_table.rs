@@ -168,20 +168,34 @@ impl JoinTable {
         &self.kernels
     }
 
-    /// The pairs `probe` (keyed on its columns `keys`) emits against the table.
+    /// One byte per build row, set where a probe matched it, when the table keeps
+    /// marks.
+    pub fn marks(&self) -> Option<&DeviceBuffer> {
+        self.matched.as_ref()
+    }
+
+    /// The pairs `probe` (keyed on its columns `keys`) emits against the table;
+    /// `mark` sets the marks of the build rows matched (a residual filter sets them
+    /// itself, for the pairs it keeps).
     pub fn probe(
         &self,
         probe: &DeviceBatch,
         keys: &[usize],
         emit: Emit,
+        mark: bool,
     ) -> Result<ProbeRows, DeviceError> {
         let device = &self.device;
         let rows = probe.num_rows;
         let pairs = matches!(emit, Emit::Matches | Emit::MatchesOrPad);
         if rows == 0 {
+            let build = if pairs {
+                Some(DeviceBuffer::alloc(device, OWNER, 0)?)
+            } else {
+                None
+            };
             return Ok(ProbeRows {
                 probe: DeviceBuffer::alloc(device, OWNER, 0)?,
-                build: None,
+                build,
                 rows: 0,
             });
         }
@@ -195,10 +209,10 @@ impl JoinTable {
         let probe_keys = key_words(device, &self.kernels, probe, keys)?;
         let chunks = Chunks::of(device, rows);
         let counts = DeviceBuffer::alloc(device, OWNER, 8 * chunks.blocks)?;
-        let matched = self
-            .matched
-            .as_ref()
-            .map_or(KernelArg::Address(0), KernelArg::Buffer);
+        let matched = match &self.matched {
+            Some(marks) if mark => KernelArg::Buffer(marks),
+            _ => KernelArg::Address(0),
+        };
         let common = [
             KernelArg::I64(rows as i64),
             KernelArg::I64(chunks.chunk as i64),

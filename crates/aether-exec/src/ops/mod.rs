@@ -25,6 +25,7 @@ mod gpu_segment;
 mod group_table;
 mod host_layout;
 mod host_to_device;
+mod join_filter;
 mod join_kernels;
 mod join_table;
 mod resident;
@@ -36,6 +37,7 @@ pub use device_to_host::DeviceToHostExec;
 pub use gpu_hash_join::{GpuHashJoinExec, GpuJoinSpec, JoinSide};
 pub use gpu_segment::{GpuSegmentExec, SegmentOutput};
 pub use host_to_device::HostToDeviceExec;
+pub use join_filter::JoinResidual;
 pub use resident::ResidentTables;
 
 /// Device batches flowing between GPU operators.

@@ -30,6 +30,19 @@ pub struct RowCompactor {
     fault_word: Option<DeviceBuffer>,
 }
 
+/// A batch's count kernel run: its keep bytes and what the write kernel takes after.
+struct Counted {
+    chunks: Chunks,
+    keep: DeviceBuffer,
+    /// Each block's first output row.
+    bases: Vec<u64>,
+    kept: usize,
+    /// The kernels' column pointers.
+    columns: Vec<u64>,
+    /// The lookup tables `columns` point into, alive until the write kernel ran.
+    _tables: Vec<DeviceBuffer>,
+}
+
 /// How a batch is cut into blocks' chunks (of [`ROWS_THREADS`]-thread blocks).
 pub(crate) struct Chunks {
     pub blocks: usize,
@@ -99,10 +112,54 @@ impl RowCompactor {
     /// The kept rows of `batch`, with the segment's output columns.
     pub fn compact(&mut self, batch: &DeviceBatch) -> Result<DeviceBatch, DeviceError> {
         let device = Arc::clone(&self.device);
-        let rows = batch.num_rows;
-        if rows == 0 {
+        if batch.num_rows == 0 {
             return self.output_batch(batch, 0).map(|(batch, _)| batch);
         }
+        let counted = self.count_kept(batch)?;
+        let (output, pointers) = self.output_batch(batch, counted.kept)?;
+        if counted.kept > 0 {
+            let bases_bytes: Vec<u8> = counted.bases.iter().flat_map(|b| b.to_le_bytes()).collect();
+            let bases = DeviceBuffer::upload(&device, OWNER, &bases_bytes)?;
+            let mut args = vec![
+                KernelArg::I64(batch.num_rows as i64),
+                KernelArg::I64(counted.chunks.chunk as i64),
+                KernelArg::Buffer(&counted.keep),
+                KernelArg::Buffer(&bases),
+            ];
+            args.extend(pointers.iter().map(|&pointer| KernelArg::Address(pointer)));
+            args.extend(
+                counted
+                    .columns
+                    .iter()
+                    .map(|&pointer| KernelArg::Address(pointer)),
+            );
+            // SAFETY: `aether_rows_write(long long rows, long long chunk, const unsigned
+            // char* keep, const unsigned long long* bases, u64 out0, u64 outv0, ...,
+            // u64 col0, ...)`: the same grid and columns as the count kernel
+            // (`Self::count_kept`, whose lookup tables `counted` keeps alive); `bases` holds
+            // each block's first output row, the prefix sum of the counts that kernel
+            // wrote, so the blocks write disjoint output rows below `kept`; `pointers`
+            // holds a values and a validity pointer (or 0 for a non-nullable column,
+            // which the kernel never writes) per output column, each allocated for
+            // `kept` rows in its device form.
+            unsafe { launch_kernel(&device, &self.write, counted.chunks.config(), &args)? };
+        }
+        Ok(output)
+    }
+
+    /// The segment's keep byte for each row of `batch` (1 where every filter holds):
+    /// the count kernel only, for a join's residual filter.
+    pub fn keep(&mut self, batch: &DeviceBatch) -> Result<DeviceBuffer, DeviceError> {
+        if batch.num_rows == 0 {
+            return DeviceBuffer::alloc(&self.device, OWNER, 0);
+        }
+        Ok(self.count_kept(batch)?.keep)
+    }
+
+    /// Runs the count kernel over `batch` (of at least one row).
+    fn count_kept(&mut self, batch: &DeviceBatch) -> Result<Counted, DeviceError> {
+        let device = Arc::clone(&self.device);
+        let rows = batch.num_rows;
         let tables = self.lookup_tables.upload(&device, OWNER, batch)?;
         let columns = column_pointers(&device, batch, &tables, self.fault_word.as_ref());
         if columns.len() != self.kernels.column_slots {
@@ -138,30 +195,14 @@ impl RowCompactor {
             bases.push(kept);
             kept += count;
         }
-        let kept = kept as usize;
-        let (output, pointers) = self.output_batch(batch, kept)?;
-        if kept > 0 {
-            let bases_bytes: Vec<u8> = bases.iter().flat_map(|b| b.to_le_bytes()).collect();
-            let bases = DeviceBuffer::upload(&device, OWNER, &bases_bytes)?;
-            let mut args = vec![
-                KernelArg::I64(rows as i64),
-                KernelArg::I64(chunks.chunk as i64),
-                KernelArg::Buffer(&keep),
-                KernelArg::Buffer(&bases),
-            ];
-            args.extend(pointers.iter().map(|&pointer| KernelArg::Address(pointer)));
-            args.extend(columns.iter().map(|&pointer| KernelArg::Address(pointer)));
-            // SAFETY: `aether_rows_write(long long rows, long long chunk, const unsigned
-            // char* keep, const unsigned long long* bases, u64 out0, u64 outv0, ...,
-            // u64 col0, ...)`: the same grid and columns as the count kernel above;
-            // `bases` holds each block's first output row, the prefix sum of the
-            // counts that kernel wrote, so the blocks write disjoint output rows below
-            // `kept`; `pointers` holds a values and a validity pointer (or 0 for a
-            // non-nullable column, which the kernel never writes) per output column,
-            // each allocated for `kept` rows in its device form.
-            unsafe { launch_kernel(&device, &self.write, chunks.config(), &args)? };
-        }
-        Ok(output)
+        Ok(Counted {
+            chunks,
+            keep,
+            bases,
+            kept: kept as usize,
+            columns,
+            _tables: tables,
+        })
     }
 
     /// Output columns for `rows` kept rows of `input`, zeroed where bits are set

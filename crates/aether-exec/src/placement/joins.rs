@@ -3,8 +3,7 @@
 //!
 //! Keys are columns of integers, dates or decimals of precision <= 18 (both sides the
 //! same type, or both signed integers), so one 64-bit word per key compares them. Not
-//! yet: string keys (each side's strings are coded by its own dictionary), residual
-//! filters, mark joins, null-aware anti joins (`NOT IN`), `NULL = NULL` keys, a pushed
+//! yet: string keys (each side's strings are coded by its own dictionary), mark joins, null-aware anti joins (`NOT IN`), `NULL = NULL` keys, a pushed
 //! LIMIT, and joins whose output keeps an order. Exchanges right below the join
 //! (`RepartitionExec`, `CoalescePartitionsExec`) collapse into it: on one GPU every
 //! partition of either side goes to the one join.
@@ -12,15 +11,18 @@
 use std::sync::Arc;
 
 use datafusion::arrow::datatypes::{DataType, Schema};
-use datafusion::common::{JoinType, NullEquality};
+use datafusion::common::{JoinSide as DfJoinSide, JoinType, NullEquality};
 use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_expr::expressions::Column;
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion::physical_plan::coalesce_partitions::CoalescePartitionsExec;
 use datafusion::physical_plan::joins::HashJoinExec;
+use datafusion::physical_plan::joins::utils::JoinFilter;
 use datafusion::physical_plan::repartition::RepartitionExec;
 
-use crate::ops::{GpuJoinSpec, JoinSide};
+use crate::codegen::pipeline::Stage;
+use crate::codegen::rows::row_kernels;
+use crate::ops::{GpuJoinSpec, JoinResidual, JoinSide};
 use crate::reason::{PlacementReason, ReasonCode};
 
 fn unsupported(text: String) -> PlacementReason {
@@ -76,12 +78,14 @@ pub(super) fn join_spec(join: &HashJoinExec) -> Result<GpuJoinSpec, Vec<Placemen
             "{join_type} joins (EXISTS or IN under OR) do not run on the GPU yet"
         )));
     }
-    if let Some(filter) = join.filter() {
-        reasons.push(unsupported(format!(
-            "its residual filter ({}) is not evaluated on the GPU yet",
-            filter.expression()
-        )));
-    }
+    let residual = match join.filter().map(residual_spec) {
+        Some(Ok(residual)) => Some(residual),
+        Some(Err(found)) => {
+            reasons.extend(found);
+            None
+        }
+        None => None,
+    };
     if join.null_equality() == NullEquality::NullEqualsNull {
         reasons.push(unsupported(
             "it matches NULL keys to each other, which GPU joins do not yet".into(),
@@ -132,7 +136,50 @@ pub(super) fn join_spec(join: &HashJoinExec) -> Result<GpuJoinSpec, Vec<Placemen
         build_keys,
         probe_keys,
         outputs,
+        residual,
     })
+}
+
+/// The GPU form of a join's residual filter, or every reason it has none.
+fn residual_spec(filter: &JoinFilter) -> Result<JoinResidual, Vec<PlacementReason>> {
+    let schema = Arc::clone(filter.schema());
+    let mut reasons = Vec::new();
+    let mut columns = Vec::with_capacity(filter.column_indices().len());
+    for column in filter.column_indices() {
+        match column.side {
+            DfJoinSide::Left => columns.push((JoinSide::Build, column.index)),
+            DfJoinSide::Right => columns.push((JoinSide::Probe, column.index)),
+            DfJoinSide::None => reasons.push(unsupported(
+                "its residual filter reads a column of neither side (a mark column)".into(),
+            )),
+        }
+    }
+    let stage = Stage::Filter {
+        input: Arc::clone(&schema),
+        predicate: Arc::clone(filter.expression()),
+        projection: Some(Vec::new()),
+    };
+    match row_kernels(&schema, &[stage], &Arc::new(Schema::empty())) {
+        Ok(kernels) if reasons.is_empty() => Ok(JoinResidual {
+            kernels,
+            schema,
+            columns,
+        }),
+        Ok(_) => Err(reasons),
+        Err(found) => {
+            reasons.extend(found.into_iter().map(|reason| {
+                PlacementReason::new(
+                    reason.code,
+                    format!(
+                        "its residual filter ({}) cannot run on the GPU: {}",
+                        filter.expression(),
+                        reason.message
+                    ),
+                )
+            }));
+            Err(reasons)
+        }
+    }
 }
 
 /// The output columns of a join of `join_type`, after its embedded projection.

@@ -16,7 +16,7 @@
 use std::sync::Arc;
 
 use datafusion::physical_expr::PhysicalExpr;
-use datafusion::physical_expr::expressions::Column;
+use datafusion::physical_expr::expressions::{Column, UnKnownColumn};
 use datafusion::physical_plan::filter::FilterExec;
 use datafusion::physical_plan::projection::ProjectionExec;
 use datafusion::physical_plan::{ExecutionPlan, ExecutionPlanProperties, Partitioning};
@@ -133,8 +133,11 @@ pub(super) fn row_segment_kernels(
     }
 }
 
-/// The partitioning to restore above a row segment replacing `top`, if it had several
-/// partitions: its hash partitioning, or round-robin over as many partitions.
+/// The partitioning to restore above a row segment or GPU join replacing `top`, if it
+/// had several partitions: its hash partitioning, or round-robin over as many
+/// partitions. A hash on columns `top` projected away (DataFusion writes them as
+/// `UnKnownColumn`, which cannot be evaluated, and nothing above can require) becomes
+/// round-robin too.
 pub(super) fn partitioning_to_restore(top: &Arc<dyn ExecutionPlan>) -> Option<Partitioning> {
     let partitioning = top.output_partitioning();
     let count = partitioning.partition_count();
@@ -142,7 +145,16 @@ pub(super) fn partitioning_to_restore(top: &Arc<dyn ExecutionPlan>) -> Option<Pa
         return None;
     }
     Some(match partitioning {
-        Partitioning::Hash(exprs, n) => Partitioning::Hash(exprs.clone(), *n),
+        Partitioning::Hash(exprs, n) if !exprs.iter().any(reads_unknown_column) => {
+            Partitioning::Hash(exprs.clone(), *n)
+        }
         _ => Partitioning::RoundRobinBatch(count),
     })
+}
+
+/// Whether `expr` reads a column its plan no longer has.
+fn reads_unknown_column(expr: &Arc<dyn PhysicalExpr>) -> bool {
+    let any: &dyn PhysicalExpr = expr.as_ref();
+    any.downcast_ref::<UnKnownColumn>().is_some()
+        || expr.children().into_iter().any(reads_unknown_column)
 }

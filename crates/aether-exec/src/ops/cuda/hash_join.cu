@@ -130,6 +130,17 @@ __device__ __forceinline__ u64 join_emitted(u64 matches, int emit) {
     }
 }
 
+// Stores the sum of every thread's `mine` as counts[blockIdx.x]. Every thread of the
+// block must call it.
+__device__ __forceinline__ void join_store_block_count(u64 mine, u64* __restrict__ counts) {
+    __shared__ u64 block_total;
+    if (threadIdx.x == 0) block_total = 0;
+    __syncthreads();
+    atomicAdd(&block_total, mine);
+    __syncthreads();
+    if (threadIdx.x == 0) counts[blockIdx.x] = block_total;
+}
+
 // Each block's count of output rows for rows b * chunk .. (b + 1) * chunk; marks the
 // matched build rows when `matched` is given.
 extern "C" __global__ void aether_join_count(long long rows, long long chunk, long long keys, long long emit,
@@ -139,9 +150,6 @@ extern "C" __global__ void aether_join_count(long long rows, long long chunk, lo
                                              const u32* __restrict__ slots, u64 mask,
                                              unsigned char* __restrict__ matched,
                                              u64* __restrict__ counts) {
-    __shared__ u64 block_total;
-    if (threadIdx.x == 0) block_total = 0;
-    __syncthreads();
     const long long begin = (long long)blockIdx.x * chunk;
     const long long end = min(rows, begin + chunk);
     u64 mine = 0;
@@ -150,9 +158,7 @@ extern "C" __global__ void aether_join_count(long long rows, long long chunk, lo
                                                build_words, slots, mask, matched);
         mine += join_emitted(matches, emit);
     }
-    atomicAdd(&block_total, mine);
-    __syncthreads();
-    if (threadIdx.x == 0) counts[blockIdx.x] = block_total;
+    join_store_block_count(mine, counts);
 }
 
 // The sum of `v` over the threads before this one in the block, and in `total` over
@@ -259,5 +265,65 @@ extern "C" __global__ void aether_gather_bits(long long n, const u32* __restrict
         const long long to = dst_offset + i;
         if ((((const unsigned char*)src)[from >> 3] >> (from & 7)) & 1) join_set_bit(dst, to);
         if (dst_valid && join_valid(src_valid, from)) join_set_bit(dst_valid, to);
+    }
+}
+
+// Residual filters (ops/join_filter.rs). A join with a non-equality condition first
+// emits every key match as a pair; the condition's kernel writes a keep byte per pair;
+// then the kept pairs set their probe row's flag and mark their build row, and the
+// selections below keep the pairs, probe rows or padded rows the join type returns.
+
+// For each kept pair i: probe_flags[probe_rows[i]] = 1 and matched[build_rows[i]] = 1
+// (either may be null).
+extern "C" __global__ void aether_join_filter_marks(long long n,
+                                                    const unsigned char* __restrict__ keep,
+                                                    const u32* __restrict__ probe_rows,
+                                                    const u32* __restrict__ build_rows,
+                                                    unsigned char* __restrict__ probe_flags,
+                                                    unsigned char* __restrict__ matched) {
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        if (!keep[i]) continue;
+        if (probe_flags) probe_flags[probe_rows[i]] = 1;
+        if (matched) matched[build_rows[i]] = 1;
+    }
+}
+
+__device__ __forceinline__ bool join_selected(const unsigned char* __restrict__ flags, long long i, long long want) {
+    return (flags[i] != 0) == (want != 0);
+}
+
+// Each block's count of the i in its chunk whose flag is `want` (0 or 1).
+extern "C" __global__ void aether_select_count(long long n, long long chunk,
+                                               const unsigned char* __restrict__ flags,
+                                               long long want, u64* __restrict__ counts) {
+    const long long begin = (long long)blockIdx.x * chunk;
+    const long long end = min(n, begin + chunk);
+    u64 mine = 0;
+    for (long long i = begin + threadIdx.x; i < end; i += blockDim.x) mine += join_selected(flags, i, want);
+    join_store_block_count(mine, counts);
+}
+
+// Writes, for each selected i of each block's chunk from dst_offset + bases[block] on,
+// dst_a[out] = a ? a[i] : i and (when dst_b is given) dst_b[out] = b ? b[i] : NO_ROW.
+extern "C" __global__ void aether_select_write(long long n, long long chunk,
+                                               const unsigned char* __restrict__ flags,
+                                               long long want, const u64* __restrict__ bases,
+                                               long long dst_offset,
+                                               const u32* __restrict__ a, const u32* __restrict__ b,
+                                               u32* __restrict__ dst_a, u32* __restrict__ dst_b) {
+    const long long begin = (long long)blockIdx.x * chunk;
+    const long long end = min(n, begin + chunk);
+    u64 base = dst_offset + bases[blockIdx.x];
+    for (long long tile = begin; tile < end; tile += blockDim.x) {
+        const long long i = tile + threadIdx.x;
+        const u64 selected = i < end && join_selected(flags, i, want) ? 1 : 0;
+        u64 tile_total;
+        const u64 out = base + join_block_exclusive_sum(selected, tile_total);
+        if (selected) {
+            dst_a[out] = a ? a[i] : (u32)i;
+            if (dst_b) dst_b[out] = b ? b[i] : AETHER_NO_ROW;
+        }
+        base += tile_total;
     }
 }
