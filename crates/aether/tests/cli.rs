@@ -417,12 +417,12 @@ fn explain_only_shows_what_would_move_in_the_rapids_format() {
         "{out}"
     );
     assert!(out.contains("LIKE"), "{out}");
-    // Every CPU node says why.
+    // Every CPU node says why; the in-memory scan is the GPU scan, the round-robin
+    // exchange above it collapses into the upload.
     assert!(
         out.contains("!Exec <ProjectionExec> cannot run on GPU because ")
-            && out.contains(
-                "!Exec <DataSourceExec> cannot run on GPU because GPU scans are not implemented yet"
-            ),
+            && out.contains("*Exec <DataSourceExec> will run on GPU")
+            && out.contains("*Exec <RepartitionExec> will run on GPU"),
         "{out}"
     );
 }

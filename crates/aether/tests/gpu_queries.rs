@@ -1,7 +1,7 @@
 //! Queries on the GPU engine against the CPU engine, on the same data: random tables
 //! (NULLs, NaN, -0.0, extreme decimals, strings, 1 to 10^6+ groups) and TPC-H. The
 //! `rows` module tests segments that return rows (filters and projections), the `joins`
-//! module hash joins.
+//! module hash joins, the `sorts` module sorts and top-k.
 //!
 //! Needs a GPU: every test is `#[ignore = "needs a GPU"]`, so CI lists them as ignored.
 //! On a GPU host: `cargo test --release --test gpu_queries -- --include-ignored`
@@ -13,6 +13,8 @@
 mod joins;
 #[path = "gpu/rows.rs"]
 mod rows;
+#[path = "gpu/sorts.rs"]
+mod sorts;
 
 use std::sync::Arc;
 

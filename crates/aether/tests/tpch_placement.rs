@@ -20,6 +20,7 @@ const SNAPSHOT: &str = concat!(
 async fn every_tpch_query_shows_its_placement_with_reasons() {
     let context = explain_only_gpu_context("4");
     let mut text = String::new();
+    let (mut on_gpu, mut operators) = (0, 0);
     for n in QUERY_NUMBERS {
         let sql = query_sql(n, 0.01).unwrap();
         let output = context.script(&sql, ScriptMode::Explain).await.unwrap();
@@ -39,8 +40,13 @@ async fn every_tpch_query_shows_its_placement_with_reasons() {
                 );
             }
         }
+        on_gpu += report.gpu_nodes();
+        operators += report.exec_nodes();
         text.push_str(&format!("-- Q{n}\n{rendered}\n"));
     }
+    text.push_str(&format!(
+        "-- all 22 queries: {on_gpu} of {operators} operators will run on GPU\n"
+    ));
     assert!(
         text.contains("*Exec <AggregateExec> will run on GPU"),
         "{text}"
@@ -115,7 +121,11 @@ async fn a_filter_and_projection_return_rows_from_the_gpu() {
         "{report}"
     );
     assert!(
-        report.contains("2 of 3 operators will run on GPU"),
+        report.contains("*Exec <DataSourceExec> will run on GPU"),
+        "{report}"
+    );
+    assert!(
+        report.contains("3 of 3 operators will run on GPU"),
         "{report}"
     );
 }
@@ -170,6 +180,45 @@ async fn a_join_with_a_residual_condition_runs_on_the_gpu() {
     .await;
     assert!(
         report.contains("*Exec <HashJoinExec> will run on GPU"),
+        "{report}"
+    );
+}
+
+#[tokio::test]
+async fn a_sort_runs_on_the_gpu_with_its_merge() {
+    let report = gpu_report(
+        "select o_orderkey, o_orderdate from orders where o_totalprice > 1000 \
+         order by o_orderdate desc, o_orderkey limit 10",
+    )
+    .await;
+    for operator in ["SortExec(TopK)", "FilterExec", "DataSourceExec"] {
+        assert!(
+            report.contains(&format!("*Exec <{operator}> will run on GPU")),
+            "{operator}: {report}"
+        );
+    }
+    let four = explain_only_gpu_context("4");
+    let output = four
+        .script(
+            "select o_orderpriority, count(*) from orders group by o_orderpriority order by 1",
+            ScriptMode::Explain,
+        )
+        .await
+        .unwrap();
+    let report = output.placements[0].render(ExplainFilter::All);
+    assert!(
+        report.contains("*Exec <SortPreservingMergeExec> will run on GPU")
+            && report.contains("*Exec <SortExec> will run on GPU")
+            && !report.contains("!Exec"),
+        "{report}"
+    );
+}
+
+#[tokio::test]
+async fn sorts_the_gpu_cannot_run_say_why() {
+    let report = gpu_report("select o_orderkey from orders order by o_totalprice * 2").await;
+    assert!(
+        report.contains("!Exec <SortExec>") && report.contains("computed"),
         "{report}"
     );
 }

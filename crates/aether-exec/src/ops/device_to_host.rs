@@ -40,6 +40,8 @@ pub struct DeviceToHostExec {
     /// group keys take few values), which the final aggregate above merges in one
     /// partition rather than behind an exchange.
     few_rows: bool,
+    /// Whether the rows come in the order the CPU plan promises (a GPU sort's).
+    ordered: bool,
     properties: Arc<PlanProperties>,
     /// `download` (device to host, rebuilding Arrow arrays) and output rows.
     metrics: ExecutionPlanMetricsSet,
@@ -68,6 +70,7 @@ impl DeviceToHostExec {
             device,
             fallback,
             few_rows: false,
+            ordered: false,
             properties: Arc::new(properties),
             metrics: ExecutionPlanMetricsSet::new(),
         }
@@ -76,6 +79,19 @@ impl DeviceToHostExec {
     /// The same exit, expected to return few rows or not (see [`Self::few_rows`]).
     pub fn with_few_rows(mut self, few_rows: bool) -> Self {
         self.few_rows = few_rows;
+        self
+    }
+
+    /// Declares the rows to come in the order the CPU plan replaced promises (a GPU
+    /// sort's output), so operators above that need that order can read them.
+    pub fn with_order_of_fallback(mut self) -> Self {
+        let properties = self
+            .properties
+            .as_ref()
+            .clone()
+            .with_eq_properties(self.fallback.equivalence_properties().clone());
+        self.properties = Arc::new(properties);
+        self.ordered = true;
         self
     }
 
@@ -135,10 +151,13 @@ impl ExecutionPlan for DeviceToHostExec {
         children: Vec<Arc<dyn ExecutionPlan>>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
         let input = super::only_child("DeviceToHostExec", children)?;
-        Ok(Arc::new(
-            Self::new(input, Arc::clone(&self.device), Arc::clone(&self.fallback))
-                .with_few_rows(self.few_rows),
-        ))
+        let exit = Self::new(input, Arc::clone(&self.device), Arc::clone(&self.fallback))
+            .with_few_rows(self.few_rows);
+        Ok(Arc::new(if self.ordered {
+            exit.with_order_of_fallback()
+        } else {
+            exit
+        }))
     }
 
     fn metrics(&self) -> Option<MetricsSet> {

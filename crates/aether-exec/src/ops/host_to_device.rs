@@ -6,6 +6,9 @@
 //! one stream: a GPU segment consumes one stream of large batches, not DataFusion's
 //! many partitions.
 //!
+//! Over the scan of an in-memory table it is the GPU scan: it reads the table's
+//! batches itself (the scan's projection applied), without DataFusion's scan stream.
+//!
 //! Streaming uploads gather straight into pinned slabs ([`aether_gpu::SlabPool`]): a
 //! full slab is queued as one asynchronous copy per buffer and the task goes on with
 //! the next slab, so PCIe runs while the host gathers and no byte is copied twice on
@@ -19,6 +22,7 @@ use aether_gpu::{DeviceBatch, DeviceBuffer, DeviceColumn, DeviceError, GpuDevice
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::common::tree_node::TreeNodeRecursion;
+use datafusion::datasource::source::DataSource;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
@@ -33,6 +37,7 @@ use super::host_layout::{ChunkBuilder, GatheredChunk, PinnedChunk};
 use super::resident::ResidentTables;
 use super::string_codes::StreamDictionary;
 use super::{DeviceExec, DeviceStream, device_error};
+use crate::memory_table::memory_source;
 
 const OWNER: &str = "HostToDeviceExec";
 
@@ -72,6 +77,30 @@ impl HostToDeviceExec {
 
     pub fn input(&self) -> &Arc<dyn ExecutionPlan> {
         &self.input
+    }
+
+    /// The in-memory table this upload scans itself: its input is the table's scan,
+    /// without a pushed-down LIMIT (which only the scan's own stream applies).
+    fn scanned_table(&self) -> Option<&datafusion::datasource::memory::MemorySourceConfig> {
+        memory_source(self.input.as_ref()).filter(|memory| DataSource::fetch(*memory).is_none())
+    }
+
+    /// The batches of the in-memory table this upload scans itself, per partition,
+    /// with the scan's projection applied; `None` when the input is not such a scan.
+    fn scanned_partitions(&self) -> Result<Option<Vec<Vec<RecordBatch>>>> {
+        let Some(memory) = self.scanned_table() else {
+            return Ok(None);
+        };
+        let project = |batch: &RecordBatch| match memory.projection() {
+            Some(columns) => batch.project(columns),
+            None => Ok(batch.clone()),
+        };
+        let partitions = memory
+            .partitions()
+            .iter()
+            .map(|batches| batches.iter().map(project).collect::<Result<Vec<_>, _>>())
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Some(partitions))
     }
 
     fn dictionaries(&self) -> Vec<Option<Arc<StreamDictionary>>> {
@@ -307,9 +336,14 @@ async fn upload_heap(
 
 impl DisplayAs for HostToDeviceExec {
     fn fmt_as(&self, _: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
+        let scan = if self.scanned_table().is_some() {
+            "scan of an in-memory table, "
+        } else {
+            ""
+        };
         write!(
             f,
-            "HostToDeviceExec: batch_bytes={}, input_partitions={}{}",
+            "HostToDeviceExec: {scan}batch_bytes={}, input_partitions={}{}",
             self.batch_bytes,
             self.input.output_partitioning().partition_count(),
             if self.resident.is_some() {
@@ -377,13 +411,26 @@ impl HostToDeviceExec {
         context: Arc<TaskContext>,
         chunking: Chunking,
     ) -> Result<DeviceStream> {
-        let partitions = self.input.output_partitioning().partition_count();
+        let scanned = self.scanned_partitions()?;
+        let partitions = scanned.as_ref().map_or_else(
+            || self.input.output_partitioning().partition_count(),
+            Vec::len,
+        );
         let dictionaries = self.dictionaries();
         let schema = self.input.schema();
         let (sender, receiver) = tokio::sync::mpsc::channel::<Result<Arc<DeviceBatch>>>(2);
         let mut tasks = tokio::task::JoinSet::new();
         for partition in 0..partitions {
-            let mut input = self.input.execute(partition, Arc::clone(&context))?;
+            let mut input = match &scanned {
+                Some(partitions) => futures::stream::iter(
+                    partitions[partition]
+                        .clone()
+                        .into_iter()
+                        .map(Ok::<_, DataFusionError>),
+                )
+                .boxed(),
+                None => self.input.execute(partition, Arc::clone(&context))?.boxed(),
+            };
             let sender = sender.clone();
             let mut gatherer =
                 PartitionGatherer::new(&self.device, &schema, &dictionaries, chunking)

@@ -4,8 +4,9 @@
 //! A GPU segment is `HostToDeviceExec -> GpuSegmentExec -> DeviceToHostExec`: the
 //! segment operator runs the filters and projections it replaced fused into the
 //! kernels of what they end in, a hash aggregate (partial, or partial and final) or
-//! rows (stream compaction). `GpuHashJoinExec` joins two device streams; a segment or
-//! join above it reads its batches on the device. Only the transitions speak `RecordBatch`: inside a
+//! rows (stream compaction). `GpuHashJoinExec` joins two device streams and
+//! `GpuSortExec` sorts one; a segment, join or sort above reads their batches on the
+//! device. Only the transitions speak `RecordBatch`: inside a
 //! segment, operators call [`DeviceExec::execute_device`] on their child and pass
 //! `DeviceBatch`es that never leave the GPU.
 
@@ -22,6 +23,7 @@ mod device_to_host;
 mod gather;
 mod gpu_hash_join;
 mod gpu_segment;
+mod gpu_sort;
 mod group_table;
 mod host_layout;
 mod host_to_device;
@@ -30,15 +32,18 @@ mod join_kernels;
 mod join_table;
 mod resident;
 mod row_compaction;
+mod sort_kernels;
 mod string_codes;
 mod string_lookups;
 
 pub use device_to_host::DeviceToHostExec;
 pub use gpu_hash_join::{GpuHashJoinExec, GpuJoinSpec, JoinSide};
 pub use gpu_segment::{GpuSegmentExec, SegmentOutput};
+pub use gpu_sort::{GpuSortExec, GpuSortSpec, SortKey};
 pub use host_to_device::HostToDeviceExec;
 pub use join_filter::JoinResidual;
 pub use resident::ResidentTables;
+pub use sort_kernels::sort_key_type;
 
 /// Device batches flowing between GPU operators.
 pub type DeviceStream =
@@ -58,6 +63,9 @@ pub fn as_device_exec(plan: &Arc<dyn ExecutionPlan>) -> Option<&dyn DeviceExec> 
         return Some(exec);
     }
     if let Some(exec) = plan.downcast_ref::<GpuHashJoinExec>() {
+        return Some(exec);
+    }
+    if let Some(exec) = plan.downcast_ref::<GpuSortExec>() {
         return Some(exec);
     }
     None

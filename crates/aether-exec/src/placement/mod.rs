@@ -17,6 +17,11 @@
 //! segment merges its partial groups in one partition rather than behind a hash
 //! exchange ([`single_partition`]).
 //!
+//! Hash joins ([`joins`]) and sorts ([`sorts`]) run on the GPU too, reading their
+//! inputs on the device; the scan of an in-memory table under a GPU operator is a GPU
+//! scan (the upload reads the table itself), and exchanges between a GPU operator and
+//! its input collapse ([`scans`]).
+//!
 //! Without a device (no GPU, or `aether.sql.mode=explainOnly`) the same decisions are
 //! made and reported, and the plan is returned unchanged.
 
@@ -25,8 +30,10 @@ mod final_aggregate;
 mod joins;
 mod report;
 mod rows;
+mod scans;
 mod shape;
 mod single_partition;
+mod sorts;
 
 use std::fmt;
 use std::sync::{Arc, Mutex, Weak};
@@ -57,8 +64,8 @@ use crate::codegen::expr::ExprCompiler;
 use crate::codegen::rows::RowKernels;
 use crate::engine::Engine;
 use crate::ops::{
-    DeviceToHostExec, GpuHashJoinExec, GpuSegmentExec, HostToDeviceExec, ResidentTables,
-    SegmentOutput,
+    DeviceToHostExec, GpuHashJoinExec, GpuSegmentExec, GpuSortExec, HostToDeviceExec,
+    ResidentTables, SegmentOutput,
 };
 use crate::reason::{PlacementReason, ReasonCode};
 
@@ -171,12 +178,6 @@ fn operator_reason(plan: &Arc<dyn ExecutionPlan>) -> PlacementReason {
     {
         return final_aggregate::partial_on_cpu();
     }
-    if name == "DataSourceExec" {
-        return PlacementReason::new(
-            ReasonCode::UnsupportedOperator,
-            "GPU scans are not implemented yet (a GPU segment above uploads what this reads)",
-        );
-    }
     PlacementReason::new(
         ReasonCode::UnsupportedOperator,
         format!("GPU does not currently support the operator {name}"),
@@ -224,6 +225,22 @@ impl Placer<'_> {
         depth: usize,
     ) -> Result<Arc<dyn ExecutionPlan>> {
         let takes_device = std::mem::take(&mut self.parent_takes_device);
+        if takes_device && scans::is_exchange(plan) {
+            // Collapsed: the upload or GPU operator below reads every partition.
+            self.line(depth, Mark::OnGpu, plan, Vec::new());
+            self.parent_takes_device = true;
+            return self.visit_children(plan, depth + 1);
+        }
+        if let Some(placed) = scans::scan_placement(plan, takes_device) {
+            match placed {
+                Ok(()) => self.line(depth, Mark::OnGpu, plan, Vec::new()),
+                Err(reason) => self.line(depth, Mark::NotOnGpu, plan, vec![reason]),
+            }
+            return Ok(Arc::clone(plan));
+        }
+        if let Some(group) = sorts::sort_group(plan) {
+            return self.visit_sort(group, depth);
+        }
         if let Some(join) = plan.downcast_ref::<HashJoinExec>() {
             return self.visit_join(plan, join, depth, takes_device);
         }
@@ -238,7 +255,14 @@ impl Placer<'_> {
             match &decision {
                 Decision::Gpu(spec, _) => match final_aggregate::final_kernels(spec, plan) {
                     Ok((spec, kernels)) => {
-                        return self.visit_gpu_final(pair, decision, spec, kernels, depth);
+                        return self.visit_gpu_final(
+                            pair,
+                            decision,
+                            spec,
+                            kernels,
+                            depth,
+                            takes_device,
+                        );
                     }
                     Err(why) => reasons = why,
                 },
@@ -359,8 +383,10 @@ impl Placer<'_> {
         spec: AggregateSpec,
         kernels: AggregateKernels,
         mut depth: usize,
+        takes_device: bool,
     ) -> Result<Arc<dyn ExecutionPlan>> {
-        let restore = final_aggregate::partitioning_to_restore(&pair.final_plan, self.spine);
+        let restore = final_aggregate::partitioning_to_restore(&pair.final_plan, self.spine)
+            .filter(|_| !takes_device);
         if restore.is_some() {
             self.restore_line(depth, "the final aggregate's hash partitioning");
             depth += 1;
@@ -552,6 +578,7 @@ impl Placer<'_> {
         source: Arc<dyn ExecutionPlan>,
         device: &Arc<GpuDevice>,
     ) -> Arc<dyn ExecutionPlan> {
+        let source = scans::below_exchanges(source);
         if let Some(exit) = source.downcast_ref::<DeviceToHostExec>() {
             return Arc::clone(exit.device_input());
         }
@@ -647,6 +674,58 @@ impl Placer<'_> {
         })
     }
 
+    /// A sort group: a [`GpuSortExec`] over its input on the device, the merge and
+    /// projections above the sort going with it ([`sorts`]), or the CPU operators with
+    /// their reasons.
+    fn visit_sort(
+        &mut self,
+        group: sorts::SortGroup,
+        depth: usize,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        let top = Arc::clone(&group.nodes[0]);
+        let spec = sorts::sort_spec(&group).and_then(|spec| {
+            if self.settings.engine == Engine::Auto {
+                return Err(vec![PlacementReason::new(
+                    ReasonCode::CostModel,
+                    "the cost model does not predict sorts yet (--engine gpu moves them)",
+                )]);
+            }
+            Ok(spec)
+        });
+        let spec = match spec {
+            Ok(spec) => spec,
+            Err(reasons) => {
+                let mark = if reasons.iter().all(|r| r.code == ReasonCode::CostModel) {
+                    Mark::KeptByCost
+                } else {
+                    Mark::NotOnGpu
+                };
+                self.line(depth, mark, &top, reasons);
+                return self.visit_children(&top, depth + 1);
+            }
+        };
+        for (i, node) in group.nodes.iter().enumerate() {
+            self.line(depth + i, Mark::OnGpu, node, Vec::new());
+        }
+        self.parent_takes_device = true;
+        let source = self.visit(&group.source, depth + group.nodes.len())?;
+        let Some(device) = &self.settings.device else {
+            return Ok(top);
+        };
+        let gpu: Arc<dyn ExecutionPlan> = Arc::new(GpuSortExec::new(
+            self.device_input(Arc::clone(&source), device),
+            Arc::clone(device),
+            spec,
+            top.schema(),
+            group.nodes.iter().rev().map(one_line).collect(),
+        ));
+        // The CPU operators the sort replaces, run if the GPU cannot finish.
+        let fallback = rebuild_chain(&group.nodes, source)?;
+        Ok(Arc::new(
+            DeviceToHostExec::new(gpu, Arc::clone(device), fallback).with_order_of_fallback(),
+        ))
+    }
+
     /// The kernels of a row segment, or why it stays on the CPU.
     fn decide_rows(
         &self,
@@ -666,7 +745,10 @@ impl Placer<'_> {
             return Err(kept("its input has no row estimate".into()));
         };
         let resident = self.settings.resident.is_some()
-            && crate::ops::ResidentTables::fingerprint(&chain.source).is_some();
+            && crate::ops::ResidentTables::fingerprint(&scans::below_exchanges(Arc::clone(
+                &chain.source,
+            )))
+            .is_some();
         let prediction = self.settings.cost.predict_rows(
             &chain.source.schema(),
             &chain.nodes[0].schema(),
@@ -717,7 +799,10 @@ impl Placer<'_> {
             };
             // Residency helps only inputs that can be kept (in-memory table scans).
             let resident = self.settings.resident.is_some()
-                && crate::ops::ResidentTables::fingerprint(source).is_some();
+                && crate::ops::ResidentTables::fingerprint(&scans::below_exchanges(Arc::clone(
+                    source,
+                )))
+                .is_some();
             if let Some(why) = shape::kept_for_shape(&spec, source, resident) {
                 return Decision::Cpu(
                     Mark::KeptByCost,

@@ -32,7 +32,7 @@ const PARTITIONS: usize = 4;
 const BATCH_ROWS: usize = 65_521;
 
 /// A CPU and a GPU context, each with `table` registered as `t`.
-fn engines(table: MemTable) -> (AetherContext, AetherContext) {
+pub(super) fn engines(table: MemTable) -> (AetherContext, AetherContext) {
     let (cpu, gpu) = (context("cpu"), context("gpu"));
     let table: Arc<dyn TableProvider> = Arc::new(table);
     for context in [&cpu, &gpu] {
@@ -292,7 +292,7 @@ pub(super) fn table(
 }
 
 /// A random table with every type a row segment handles; `id` numbers the rows.
-fn random_table(rows: usize, seed: u64) -> MemTable {
+pub(super) fn random_table(rows: usize, seed: u64) -> MemTable {
     let schema = Arc::new(Schema::new(vec![
         Field::new("id", DataType::Int64, false),
         Field::new("a", DataType::Int32, true),
@@ -380,7 +380,7 @@ async fn filters_and_projections_return_the_cpu_rows() {
     }
 }
 
-/// Sorts stay on the CPU, above the segment; `id` makes each order total.
+/// Sorts above the segment (on the GPU too, `sorts::`); `id` makes each order total.
 const ORDERED: &[&str] = &[
     "select id, a, b, s from t where a > 10 order by a, b desc, id",
     "select id, f, p from t where f > 1.0 or f is null order by f desc nulls last, id limit 100",
