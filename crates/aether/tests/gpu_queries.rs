@@ -265,7 +265,8 @@ fn wide_context(engine: &str) -> AetherContext {
     AetherContext::with_settings(&settings).unwrap().0
 }
 
-/// A segment whose input is a round-robin exchange, shared by every output partition:
+/// A segment whose input is a round-robin exchange, shared by every output partition
+/// (on the GPU the exchange collapses into the upload; the CPU fallback keeps it):
 /// when the kernel faults, the CPU fallback runs the whole input again (after the plan's
 /// state is reset) and returns DataFusion's answer or error, never a partial one.
 #[tokio::test]
@@ -280,12 +281,21 @@ async fn a_fault_over_a_round_robin_exchange_falls_back_whole() {
     }
     let guarded = "select k_small, sum(case when k_small <> 0 then n / k_small end), count(*) from t group by k_small";
     let plan = gpu.physical_plan(guarded).await.unwrap();
+    let mut fallbacks = String::new();
+    datafusion::common::tree_node::TreeNode::apply(&plan, |node| {
+        if let Some(exit) = node.downcast_ref::<aether_exec::ops::DeviceToHostExec>() {
+            let fallback = datafusion::physical_plan::displayable(exit.fallback().as_ref());
+            fallbacks.push_str(&fallback.indent(true).to_string());
+        }
+        Ok(datafusion::common::tree_node::TreeNodeRecursion::Continue)
+    })
+    .unwrap();
     let plan = datafusion::physical_plan::displayable(plan.as_ref())
         .indent(true)
         .to_string();
     assert!(
-        plan.contains("RoundRobinBatch(32)") && plan.contains("GpuSegmentExec: aggregate"),
-        "{plan}"
+        fallbacks.contains("RoundRobinBatch(32)") && plan.contains("GpuSegmentExec: aggregate"),
+        "{plan}\nfallbacks:\n{fallbacks}"
     );
     for _ in 0..2 {
         assert!(

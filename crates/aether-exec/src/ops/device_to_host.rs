@@ -101,6 +101,11 @@ impl DeviceToHostExec {
     }
 
     /// The GPU operator whose batches this downloads.
+    /// The CPU plan run instead when the GPU cannot finish.
+    pub fn fallback(&self) -> &Arc<dyn ExecutionPlan> {
+        &self.fallback
+    }
+
     pub fn device_input(&self) -> &Arc<dyn ExecutionPlan> {
         &self.input
     }

@@ -81,9 +81,10 @@ pub struct SortKernels {
 struct EncodedKey {
     nulls: Option<DeviceBuffer>,
     values: DeviceBuffer,
-    /// OR and AND over all rows: values, then NULLs.
-    folds: DeviceBuffer,
 }
+
+/// Words a key's folds take: OR and AND over all rows, of values then of NULLs.
+const FOLD_WORDS: usize = 4;
 
 impl SortKernels {
     /// Loads the kernels (compiling them on first use on this device).
@@ -123,21 +124,33 @@ impl SortKernels {
         if rows <= 1 {
             return Ok(None);
         }
+        // Every key's folds in one buffer, read back with one copy.
+        let initial: Vec<u8> = keys
+            .iter()
+            .flat_map(|_| [0u64, !0, 0, !0])
+            .flat_map(|word| word.to_le_bytes())
+            .collect();
+        let folds = DeviceBuffer::upload(device, OWNER, &initial)?;
         let encoded = keys
             .iter()
-            .map(|key| self.encode(device, batch, key))
+            .enumerate()
+            .map(|(i, key)| {
+                let at = folds.address(device) + (i * FOLD_WORDS * 8) as u64;
+                self.encode(device, batch, key, at)
+            })
             .collect::<Result<Vec<_>, _>>()?;
+        let folds = folds.download(device)?;
+        let fold =
+            |i: usize| u64::from_le_bytes(folds[i * 8..i * 8 + 8].try_into().unwrap_or([0; 8]));
         // Words from the most significant (the first key's NULLs) to the least, each
         // with the bits that differ between rows.
         let mut words: Vec<(&DeviceBuffer, u64)> = Vec::new();
-        for key in &encoded {
-            let folds = key.folds.download(device)?;
-            let fold =
-                |i: usize| u64::from_le_bytes(folds[i * 8..i * 8 + 8].try_into().unwrap_or([0; 8]));
+        for (i, key) in encoded.iter().enumerate() {
+            let first = i * FOLD_WORDS;
             if let Some(nulls) = &key.nulls {
-                words.push((nulls, fold(2) ^ fold(3)));
+                words.push((nulls, fold(first + 2) ^ fold(first + 3)));
             }
-            words.push((&key.values, fold(0) ^ fold(1)));
+            words.push((&key.values, fold(first) ^ fold(first + 1)));
         }
         let passes: Vec<(&DeviceBuffer, i64)> = words
             .iter()
@@ -207,6 +220,7 @@ impl SortKernels {
         device: &Arc<GpuDevice>,
         batch: &DeviceBatch,
         key: &SortKey,
+        folds: u64,
     ) -> Result<EncodedKey, DeviceError> {
         let rows = batch.num_rows;
         let column = batch.columns.get(key.column).ok_or_else(|| {
@@ -240,11 +254,6 @@ impl SortKernels {
             Some(_) => Some(DeviceBuffer::alloc(device, OWNER, rows * 8)?),
             None => None,
         };
-        let initial: Vec<u8> = [0u64, !0, 0, !0]
-            .iter()
-            .flat_map(|word| word.to_le_bytes())
-            .collect();
-        let folds = DeviceBuffer::upload(device, OWNER, &initial)?;
         let args = [
             KernelArg::I64(rows as i64),
             KernelArg::Address(column.values.address(device)),
@@ -260,7 +269,7 @@ impl SortKernels {
             nulls
                 .as_ref()
                 .map_or(KernelArg::Address(0), KernelArg::Buffer),
-            KernelArg::Buffer(&folds),
+            KernelArg::Address(folds),
         ];
         // SAFETY: `aether_sort_encode(long long rows, u64 values, u64 valid, long long
         // kind, long long width, const u32* ranks, long long descending, long long
@@ -268,13 +277,10 @@ impl SortKernels {
         // live column of `rows` values of `width` bytes (bits for booleans, u32 codes
         // for ranked keys, every code below the dictionary's length, which `ranks`
         // holds an entry for), `valid` its bitmap or 0; `value_word` and `null_word`
-        // (or 0 for a key without a bitmap) hold `rows` words, `or_and` 4.
+        // (or 0 for a key without a bitmap) hold `rows` words, `or_and` (this key's
+        // part of the sort's fold buffer) 4.
         unsafe { launch_kernel(device, &self.encode, grid_for(device, rows, THREADS), &args)? };
-        Ok(EncodedKey {
-            nulls,
-            values,
-            folds,
-        })
+        Ok(EncodedKey { nulls, values })
     }
 
     /// Scans `n` u32s of `data` in place (exclusive), a block of 2048 at a time, the

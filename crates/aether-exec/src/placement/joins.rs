@@ -64,7 +64,7 @@ fn key_type_reason(left: &DataType, right: &DataType) -> Option<PlacementReason>
 }
 
 /// Index of `expr` when it is a plain column.
-fn column_index(expr: &Arc<dyn PhysicalExpr>) -> Option<usize> {
+pub(super) fn column_index(expr: &Arc<dyn PhysicalExpr>) -> Option<usize> {
     let any: &dyn PhysicalExpr = expr.as_ref();
     any.downcast_ref::<Column>().map(Column::index)
 }

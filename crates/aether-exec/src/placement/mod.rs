@@ -599,26 +599,9 @@ impl Placer<'_> {
         mut depth: usize,
         takes_device: bool,
     ) -> Result<Arc<dyn ExecutionPlan>> {
-        let spec = joins::join_spec(join).and_then(|spec| {
-            if self.settings.engine == Engine::Auto {
-                return Err(vec![PlacementReason::new(
-                    ReasonCode::CostModel,
-                    "the cost model does not predict joins yet (--engine gpu moves them)",
-                )]);
-            }
-            Ok(spec)
-        });
-        let spec = match spec {
+        let spec = match self.unpredicted(joins::join_spec(join), "joins") {
             Ok(spec) => spec,
-            Err(reasons) => {
-                let mark = if reasons.iter().all(|r| r.code == ReasonCode::CostModel) {
-                    Mark::KeptByCost
-                } else {
-                    Mark::NotOnGpu
-                };
-                self.line(depth, mark, plan, reasons);
-                return self.visit_children(plan, depth + 1);
-            }
+            Err(reasons) => return self.visit_on_cpu(plan, depth, reasons),
         };
         let restore = rows::partitioning_to_restore(plan).filter(|_| !takes_device);
         if restore.is_some() {
@@ -674,6 +657,40 @@ impl Placer<'_> {
         })
     }
 
+    /// `spec`, unless the engine is `auto`: the cost model does not predict `what`
+    /// (joins, sorts) yet, so only `--engine gpu` moves them.
+    fn unpredicted<T>(
+        &self,
+        spec: std::result::Result<T, Vec<PlacementReason>>,
+        what: &str,
+    ) -> std::result::Result<T, Vec<PlacementReason>> {
+        let spec = spec?;
+        if self.settings.engine == Engine::Auto {
+            return Err(vec![PlacementReason::new(
+                ReasonCode::CostModel,
+                format!("the cost model does not predict {what} yet (--engine gpu moves them)"),
+            )]);
+        }
+        Ok(spec)
+    }
+
+    /// `plan` kept on the CPU for `reasons` (marked as the cost model's when all are),
+    /// its children placed on their own.
+    fn visit_on_cpu(
+        &mut self,
+        plan: &Arc<dyn ExecutionPlan>,
+        depth: usize,
+        reasons: Vec<PlacementReason>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        let mark = if reasons.iter().all(|r| r.code == ReasonCode::CostModel) {
+            Mark::KeptByCost
+        } else {
+            Mark::NotOnGpu
+        };
+        self.line(depth, mark, plan, reasons);
+        self.visit_children(plan, depth + 1)
+    }
+
     /// A sort group: a [`GpuSortExec`] over its input on the device, the merge and
     /// projections above the sort going with it ([`sorts`]), or the CPU operators with
     /// their reasons.
@@ -683,26 +700,9 @@ impl Placer<'_> {
         depth: usize,
     ) -> Result<Arc<dyn ExecutionPlan>> {
         let top = Arc::clone(&group.nodes[0]);
-        let spec = sorts::sort_spec(&group).and_then(|spec| {
-            if self.settings.engine == Engine::Auto {
-                return Err(vec![PlacementReason::new(
-                    ReasonCode::CostModel,
-                    "the cost model does not predict sorts yet (--engine gpu moves them)",
-                )]);
-            }
-            Ok(spec)
-        });
-        let spec = match spec {
+        let spec = match self.unpredicted(sorts::sort_spec(&group), "sorts") {
             Ok(spec) => spec,
-            Err(reasons) => {
-                let mark = if reasons.iter().all(|r| r.code == ReasonCode::CostModel) {
-                    Mark::KeptByCost
-                } else {
-                    Mark::NotOnGpu
-                };
-                self.line(depth, mark, &top, reasons);
-                return self.visit_children(&top, depth + 1);
-            }
+            Err(reasons) => return self.visit_on_cpu(&top, depth, reasons),
         };
         for (i, node) in group.nodes.iter().enumerate() {
             self.line(depth + i, Mark::OnGpu, node, Vec::new());

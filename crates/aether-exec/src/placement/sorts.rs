@@ -13,13 +13,12 @@
 
 use std::sync::Arc;
 
-use datafusion::physical_expr::PhysicalExpr;
-use datafusion::physical_expr::expressions::Column;
 use datafusion::physical_plan::projection::ProjectionExec;
 use datafusion::physical_plan::sorts::sort::SortExec;
 use datafusion::physical_plan::sorts::sort_preserving_merge::SortPreservingMergeExec;
 use datafusion::physical_plan::{ExecutionPlan, ExecutionPlanProperties};
 
+use super::joins::column_index;
 use crate::ops::{GpuSortSpec, SortKey, sort_key_type};
 use crate::reason::{PlacementReason, ReasonCode};
 
@@ -29,12 +28,6 @@ pub(super) struct SortGroup {
     pub nodes: Vec<Arc<dyn ExecutionPlan>>,
     /// What the sort reads.
     pub source: Arc<dyn ExecutionPlan>,
-}
-
-/// Index of `expr` when it is a plain column.
-fn column_index(expr: &Arc<dyn PhysicalExpr>) -> Option<usize> {
-    let any: &dyn PhysicalExpr = expr.as_ref();
-    any.downcast_ref::<Column>().map(Column::index)
 }
 
 /// Whether `plan` is a projection that only selects (and renames) columns.
