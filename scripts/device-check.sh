@@ -3,13 +3,19 @@
 #
 # Build here first (`scripts/device-pack.sh`), which leaves stripped, xz-compressed
 # binaries in .devcarry/; on the GPU host, from the repository root:
-#   bash scripts/device-check.sh OUT_DIR [tests] [sf1] [sf10]
-# (all three parts when none is named). Every log and JSON report goes to OUT_DIR;
-# summary.txt lists each step's exit status and time. Nothing is built on the GPU host.
+#   bash scripts/device-check.sh OUT_DIR [tests] [sf1] [sf10] [duckdb10]
+# (tests, sf1 and sf10 when none is named). `duckdb10` writes SF10 as Parquet with the
+# queries (`aether datagen --queries`) and times DuckDB over it, in memory and from
+# Parquet (scripts/duckdb_tpch.py); it needs the duckdb cp312 wheel in .whl/ (see
+# docs/benchmarks.md). AETHER_BENCH_ENGINES (default "cpu gpu auto") picks the engines
+# the sf parts time, besides the GPU-resident run. Every log and JSON report goes to
+# OUT_DIR; summary.txt lists each step's exit status and time. Nothing is built on the
+# GPU host.
 set -uo pipefail
-out=${1:?usage: device-check.sh OUT_DIR [tests] [sf1] [sf10]}
+out=${1:?usage: device-check.sh OUT_DIR [tests] [sf1] [sf10] [duckdb10]}
 shift
 parts=${*:-tests sf1 sf10}
+repo=$(pwd)
 wants() { [[ " $parts " == *" $1 "* ]]; }
 mkdir -p "$out" /tmp/bin
 for f in .devcarry/*.xz; do
@@ -36,10 +42,20 @@ if wants tests; then
 fi
 for sf in 1 10; do
     wants "sf$sf" || continue
-    for engine in cpu gpu auto; do
+    for engine in ${AETHER_BENCH_ENGINES:-cpu gpu auto}; do
         run "bench-sf$sf-$engine" ./aether bench tpch --sf "$sf" --engine "$engine" \
             --iterations 3 --json "$out/bench-sf$sf-$engine.json"
     done
     run "bench-sf$sf-gpu-resident" ./aether bench tpch --sf "$sf" --engine gpu --resident \
         --iterations 3 --json "$out/bench-sf$sf-gpu-resident.json"
 done
+if wants duckdb10; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site \
+        "$repo"/.whl/duckdb-*.whl > "$out/pip.log" 2>&1
+    run datagen-sf10 ./aether datagen tpch --sf 10 --out /tmp/tpch-sf10 --queries
+    for mode in memory parquet; do
+        flag=$([ "$mode" = memory ] && echo --memory)
+        PYTHONPATH=/tmp/site run "duckdb-sf10-$mode" python3 "$repo/scripts/duckdb_tpch.py" \
+            /tmp/tpch-sf10 $flag --iterations 3 --json "$out/duckdb-sf10-$mode.json"
+    done
+fi

@@ -52,6 +52,9 @@ pub enum Binding {
     /// A value a projection computed, its statements held back until the value is
     /// first read (see the `deferred` module).
     Deferred(usize),
+    /// A value an earlier stage could not compute; its reason is already recorded, so
+    /// a later read refuses without a second reason.
+    Refused,
 }
 
 /// A boolean expression over one string column, evaluated by DataFusion on the CPU over
@@ -213,6 +216,7 @@ impl ExprCompiler {
             Some(Binding::Value(value)) => Some(value),
             Some(Binding::Input(input)) => self.load_input(input),
             Some(Binding::Deferred(id)) => self.emit_deferred(id),
+            Some(Binding::Refused) => None,
             None => self.refuse(unsupported(format!(
                 "column {index} is not in the input of a GPU stage"
             ))),

@@ -107,7 +107,7 @@ pub fn compile_stages(compiler: &mut ExprCompiler, stages: &[Stage]) -> bool {
                         Some(binding) => next.push(binding),
                         None => {
                             ok = false;
-                            next.push(Binding::Input(usize::MAX));
+                            next.push(Binding::Refused);
                         }
                     }
                 }
