@@ -28,11 +28,12 @@ def statements(sql):
 
 
 def run_query(con, parts):
-    """Runs a query's statements; returns the row count of the one that returns rows."""
+    """Runs a query's statements; returns the row count of its query (DuckDB also gives
+    DDL such as Q15's DROP VIEW a result, so the statement's kind decides)."""
     rows = 0
     for statement in parts:
         result = con.execute(statement)
-        if result.description is not None:
+        if statement.lower().startswith(("select", "with")):
             rows = len(result.fetchall())
     return rows
 
