@@ -475,7 +475,16 @@ fn output_c_type(data_type: &DataType) -> Option<&'static str> {
 
 /// Generates the aggregate kernels for `spec`, or every reason they cannot be.
 pub fn aggregate_kernels(spec: &AggregateSpec) -> Result<AggregateKernels, Vec<PlacementReason>> {
-    let mut compiler = ExprCompiler::new(Arc::clone(&spec.input));
+    aggregate_kernels_with_bytes(spec, &[])
+}
+
+/// [`aggregate_kernels`] with input string columns `string_bytes` uploaded as offsets
+/// and bytes (see `codegen/expr/string_bytes.rs`).
+pub fn aggregate_kernels_with_bytes(
+    spec: &AggregateSpec,
+    string_bytes: &[usize],
+) -> Result<AggregateKernels, Vec<PlacementReason>> {
+    let mut compiler = ExprCompiler::with_string_bytes(Arc::clone(&spec.input), string_bytes);
     let mut ok = compile_stages(&mut compiler, &spec.stages);
     let bindings = compiler.bindings().to_vec();
     compiler.rebind(Arc::clone(&spec.aggregate_input), bindings);
@@ -858,8 +867,9 @@ pub fn aggregate_kernels(spec: &AggregateSpec) -> Result<AggregateKernels, Vec<P
     } else {
         keyed_fold_kernel(&params, body, &key_setup, &rows_update, &updates, &faults)
     };
+    let strings = compiler.string_prelude();
     let source = format!(
-        r#"{PRELUDE}{DATE_PRELUDE}{I128_TO_F64}
+        r#"{PRELUDE}{DATE_PRELUDE}{I128_TO_F64}{strings}
 #define AGG_KEY_WORDS {key_words}
 #define AGG_KEY_WORDS_ALLOC {key_alloc}
 #define AGG_ACC_BYTES {acc_bytes}

@@ -9,7 +9,7 @@
 //! the types DataFusion assigned. Anything else is refused with a reason; every reason
 //! in the tree is collected, not just the first.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use datafusion::arrow::datatypes::{DataType, SchemaRef};
@@ -30,8 +30,10 @@ mod checked_decimal;
 mod deferred;
 mod numeric_cast;
 mod quotient;
+mod string_bytes;
 mod temporal;
 pub(crate) use numeric_cast::I128_TO_F64;
+pub(crate) use string_bytes::STRINGS_PRELUDE;
 pub(crate) use temporal::DATE_PRELUDE;
 
 /// A compiled sub-expression: the variables holding its value and validity.
@@ -94,6 +96,11 @@ pub struct ExprCompiler {
     next: usize,
     reasons: Vec<PlacementReason>,
     lookups: Vec<DictionaryLookup>,
+    /// Input string columns uploaded as offsets and bytes (ascending), read only by
+    /// the predicates of the `string_bytes` module.
+    string_bytes: Vec<usize>,
+    /// Bytes columns whose row string is loaded already.
+    loaded_strings: HashSet<usize>,
     /// Whether some row can fault (see the `quotient` module): the kernel then takes
     /// one more column pointer, the fault word, after the lookup tables.
     faults: bool,
@@ -172,23 +179,52 @@ impl ExprCompiler {
             next: 0,
             reasons: Vec::new(),
             lookups: Vec::new(),
+            string_bytes: Vec::new(),
+            loaded_strings: HashSet::new(),
             faults: false,
             deferred: Vec::new(),
             held_body: None,
         }
     }
 
+    /// A compiler whose input string columns `string_bytes` are uploaded as offsets
+    /// and bytes (see the `string_bytes` module).
+    pub fn with_string_bytes(input: SchemaRef, string_bytes: &[usize]) -> Self {
+        let mut compiler = Self::new(input);
+        let mut columns = string_bytes.to_vec();
+        columns.sort_unstable();
+        columns.dedup();
+        compiler.string_bytes = columns;
+        compiler
+    }
+
     /// The string predicates the kernel looks up; their tables follow the input
-    /// columns in the kernel's column pointers, in this order.
+    /// columns (and the offsets of bytes columns) in the kernel's column pointers, in
+    /// this order.
     pub fn lookups(&self) -> &[DictionaryLookup] {
         &self.lookups
     }
 
     /// How many column pointers the kernel reads: two per input column (values, then
-    /// the validity bitmap or 0), then two per lookup table (the table, then 0), then
-    /// the fault word when [`Self::faults`].
+    /// the validity bitmap or 0), then two per bytes column (its offsets, then 0),
+    /// then two per lookup table (the table, then 0), then the fault word when
+    /// [`Self::faults`].
     pub fn column_slots(&self) -> usize {
-        2 * (self.input.fields().len() + self.lookups.len()) + usize::from(self.faults)
+        2 * self.pointer_pairs() + usize::from(self.faults)
+    }
+
+    /// The CUDA helpers the kernel's string-bytes predicates call ("" without any).
+    pub fn string_prelude(&self) -> &'static str {
+        if self.string_bytes.is_empty() {
+            ""
+        } else {
+            STRINGS_PRELUDE
+        }
+    }
+
+    /// Pointer pairs before the fault word: inputs, bytes columns' offsets, lookups.
+    fn pointer_pairs(&self) -> usize {
+        self.input.fields().len() + self.string_bytes.len() + self.lookups.len()
     }
 
     /// Whether the kernel may fault on some row (a zero divisor, a decimal overflow):
@@ -273,7 +309,7 @@ impl ExprCompiler {
     /// faulting row, into the fault word (the last column pointer).
     pub fn fault_epilogue(&self) -> String {
         if self.faults {
-            let slot = 2 * (self.input.fields().len() + self.lookups.len());
+            let slot = 2 * self.pointer_pairs();
             format!(
                 "    if (aether_fault_bits != 0u) atomicOr((unsigned*){}, aether_fault_bits);\n",
                 column_word(slot)
@@ -328,6 +364,9 @@ impl ExprCompiler {
     /// Compiles `expr`; `None` when it (or a child) is unsupported, with the reasons
     /// recorded.
     pub fn compile(&mut self, expr: &Arc<dyn PhysicalExpr>) -> Option<Value> {
+        if let Some(value) = self.bytes_predicate(expr) {
+            return Some(value);
+        }
         if let Some(value) = self.dictionary_predicate(expr) {
             return Some(value);
         }
@@ -406,6 +445,12 @@ impl ExprCompiler {
         let Some(field) = input.fields().get(index) else {
             return self.refuse(unsupported(format!("input column {index} does not exist")));
         };
+        if self.reads_bytes(index) {
+            return self.refuse(unsupported(format!(
+                "string column {} is uploaded as bytes, which only comparisons, IN, LIKE, starts_with and ends_with with constants read on the GPU",
+                field.name()
+            )));
+        }
         // Strings arrive as dictionary codes; only grouping and counting read them.
         let ty = match field.data_type() {
             DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => CudaType::StrCode,
@@ -447,6 +492,9 @@ impl ExprCompiler {
         let Some(Binding::Input(input)) = self.bindings.get(column.index()).cloned() else {
             return None;
         };
+        if self.reads_bytes(input) {
+            return None;
+        }
         let field = Arc::clone(self.input.fields().get(input)?);
         if !field.data_type().is_string() || expr.data_type(&self.schema).ok()? != DataType::Boolean
         {
@@ -464,7 +512,7 @@ impl ExprCompiler {
             .ok()?
             .data;
         let code = self.load_input(input)?;
-        let slot = self.input.fields().len() + self.lookups.len();
+        let slot = self.input.fields().len() + self.string_bytes.len() + self.lookups.len();
         self.lookups.push(DictionaryLookup {
             input,
             predicate,

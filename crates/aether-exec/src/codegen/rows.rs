@@ -115,8 +115,9 @@ pub fn row_kernels(
     input: &SchemaRef,
     stages: &[Stage],
     output: &SchemaRef,
+    string_bytes: &[usize],
 ) -> Result<RowKernels, Vec<PlacementReason>> {
-    let mut compiler = ExprCompiler::new(Arc::clone(input));
+    let mut compiler = ExprCompiler::with_string_bytes(Arc::clone(input), string_bytes);
     if !compile_stages(&mut compiler, stages) {
         return Err(reasons_of(&compiler));
     }
@@ -198,7 +199,7 @@ pub fn row_kernels(
     }
     let columns = column_params(slots);
     let source = format!(
-        "{PRELUDE}{DATE_PRELUDE}{I128_TO_F64}{BLOCK_SCAN}
+        "{PRELUDE}{DATE_PRELUDE}{I128_TO_F64}{strings}{BLOCK_SCAN}
 // Keep bytes and each block's kept-row count.
 extern \"C\" __global__ void {ROWS_COUNT_ENTRY}(long long rows, long long chunk,
         unsigned char* __restrict__ keep, unsigned long long* __restrict__ counts{columns}) {{
@@ -236,6 +237,7 @@ extern \"C\" __global__ void {ROWS_WRITE_ENTRY}(long long rows, long long chunk,
 {fault_epilogue}}}
 ",
         outputs = output_params(outputs.len()),
+        strings = compiler.string_prelude(),
         fault_prologue = compiler.fault_prologue(),
         fault_epilogue = compiler.fault_epilogue(),
         write_body = compiler.body(),
@@ -309,7 +311,75 @@ mod tests {
                 exprs: projected,
             },
         ];
-        row_kernels(&schema, &stages, &Arc::new(Schema::new(fields)))
+        row_kernels(&schema, &stages, &Arc::new(Schema::new(fields)), &[])
+    }
+
+    /// A filter on `predicate` returning column `a`, with `s` uploaded as bytes.
+    fn bytes_kernels(predicate: &str, keep_s: bool) -> Result<RowKernels, Vec<PlacementReason>> {
+        let schema = input();
+        let projection = if keep_s { vec![0, 2] } else { vec![0] };
+        let output = Arc::new(
+            schema
+                .project(&projection)
+                .unwrap_or_else(|e| panic!("{e}")),
+        );
+        let stages = vec![Stage::Filter {
+            input: Arc::clone(&schema),
+            predicate: physical(predicate, &schema),
+            projection: Some(projection),
+        }];
+        row_kernels(&schema, &stages, &output, &[2])
+    }
+
+    #[test]
+    fn string_predicates_read_a_bytes_column_on_the_device() {
+        let kernels = bytes_kernels(
+            "(s LIKE '%spe_cial%req%' OR s NOT LIKE 'x%' OR s IN ('a', NULL) \
+             OR starts_with(s, 'q') OR ends_with(s, 'z') OR s >= 'm' OR s IS NULL \
+             OR substr(s, 2, 3) = 'bcd' OR substr(s, 4) LIKE 'x%') AND a > 1",
+            false,
+        )
+        .unwrap_or_else(|e| panic!("{e:?}"));
+        for helper in [
+            "aether_like(",
+            "aether_str_eq(",
+            "aether_starts_with(",
+            "aether_ends_with(",
+            "aether_str_cmp(",
+            "aether_utf8_advance(",
+        ] {
+            assert!(kernels.source.contains(helper), "{helper}");
+        }
+        // No dictionary: the offsets of `s` take the pointer pair after the 4 inputs.
+        assert!(kernels.lookups.is_empty());
+        assert_eq!(kernels.column_slots, 2 * (4 + 1));
+        assert!(kernels.source.contains("((const int*)col8)[row + 1]"));
+        // The row's string is loaded once, however many predicates read it.
+        assert_eq!(kernels.source.matches("const int s2_len").count(), 2);
+    }
+
+    #[test]
+    fn a_bytes_column_read_otherwise_is_refused() {
+        for (predicate, keep_s) in [
+            ("s LIKE 'a%'", true),
+            ("upper(s) = 'A'", false),
+            ("s LIKE 'a\\%'", false),
+            ("s ILIKE 'a%'", false),
+            ("substr(s, 0, 2) = 'a'", false),
+        ] {
+            let reasons = bytes_kernels(predicate, keep_s)
+                .err()
+                .unwrap_or_else(|| panic!("{predicate} should be refused"));
+            assert!(!reasons.is_empty());
+            if keep_s {
+                assert!(
+                    reasons
+                        .iter()
+                        .any(|r| r.message.contains("uploaded as bytes")),
+                    "{predicate}: {reasons:?}"
+                );
+            }
+        }
     }
 
     #[test]

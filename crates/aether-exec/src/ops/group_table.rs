@@ -484,8 +484,9 @@ fn new_table(
 }
 
 /// The column pointers a fold kernel takes as parameters: values, then the validity
-/// bitmap or 0, per column; then each string predicate's table and a 0; then the fault
-/// word, if the kernel takes one.
+/// bitmap or 0, per column; then the offsets and a 0 of each column of strings as
+/// offsets and bytes, in column order; then each string predicate's table and a 0;
+/// then the fault word, if the kernel takes one (`ExprCompiler::column_slots`).
 pub fn column_pointers(
     device: &GpuDevice,
     batch: &DeviceBatch,
@@ -496,6 +497,12 @@ pub fn column_pointers(
     for column in &batch.columns {
         pointers.push(column.values.address(device));
         pointers.push(column.validity.as_ref().map_or(0, |v| v.address(device)));
+    }
+    for column in &batch.columns {
+        if let (DeviceForm::Strings, Some(offsets)) = (&column.form, &column.offsets) {
+            pointers.push(offsets.address(device));
+            pointers.push(0);
+        }
     }
     for table in tables {
         pointers.push(table.address(device));

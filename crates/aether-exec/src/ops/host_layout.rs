@@ -5,6 +5,11 @@
 //! their device form (decimals of precision <= 18 narrowed to `i64`, strings replaced
 //! by codes, see [`super::string_codes`]), so the host makes one pass over the data.
 //!
+//! A string column the segment only tests (see `placement/string_bytes.rs`) has no
+//! dictionary: it is gathered as Arrow's i32 offsets (in the chunk's store, one more
+//! than its rows) and the bytes they index (always in ordinary memory, since their size
+//! is not known up front).
+//!
 //! A chunk is gathered into one of two places:
 //! - a pinned slab ([`aether_gpu::PinnedSlab`]) laid out up front, one fixed window per
 //!   buffer, sized so a full slab holds a whole number of 64-row words: the chunk then
@@ -69,7 +74,13 @@ struct ColumnBuilder {
     dictionary: Option<Arc<StreamDictionary>>,
     view_codes: ViewCodeCache,
     windows: Option<SlabWindows>,
+    /// A string column sent as offsets and bytes: its bytes so far (`values` holds
+    /// the offsets).
+    string_bytes: Option<MutableBuffer>,
 }
+
+/// A chunk's string bytes stop growing past this (its offsets are i32).
+pub const CHUNK_STRING_BYTES: usize = 1 << 30;
 
 /// A gathered chunk, ready to upload.
 #[derive(Debug)]
@@ -99,6 +110,8 @@ pub struct SlabColumn {
     pub null_count: usize,
     pub values: Range<usize>,
     pub validity: Option<Range<usize>>,
+    /// A string column's bytes (`values` then holds its `rows + 1` offsets).
+    pub string_bytes: Option<Buffer>,
 }
 
 /// Gathers batches of one schema into device-layout chunks.
@@ -116,7 +129,8 @@ pub struct ChunkBuilder<S = PinnedSlab> {
 
 impl<S: SlabMemory> ChunkBuilder<S> {
     /// A builder of growing chunks for batches of `schema`; string columns code into
-    /// `dictionaries` (one per column, `None` for other types).
+    /// `dictionaries` (one per column, `None` for other types), or go as offsets and
+    /// bytes where `dictionaries` has `None` for them.
     pub fn new(
         schema: &SchemaRef,
         dictionaries: &[Option<Arc<StreamDictionary>>],
@@ -134,12 +148,16 @@ impl<S: SlabMemory> ChunkBuilder<S> {
                     (DeviceForm::Fixed { width }, None) => 8 * width,
                     (DeviceForm::NarrowDecimal, None) => 64,
                     (DeviceForm::Boolean, None) => 1,
-                    (DeviceForm::Strings | DeviceForm::DictionaryCodes { .. }, None) => {
+                    // Offsets; the bytes go to `string_bytes`.
+                    (DeviceForm::Strings, None) => 32,
+                    (DeviceForm::DictionaryCodes { .. }, None) => {
                         return Err(DeviceError::Internal(
-                            "a string column has no stream dictionary".into(),
+                            "a coded string column has no stream dictionary".into(),
                         ));
                     }
                 };
+                let string_bytes = (matches!(form, DeviceForm::Strings) && dictionary.is_none())
+                    .then(|| MutableBuffer::new(0));
                 Ok(ColumnBuilder {
                     data_type: field.data_type().clone(),
                     form,
@@ -150,6 +168,7 @@ impl<S: SlabMemory> ChunkBuilder<S> {
                     dictionary,
                     view_codes: ViewCodeCache::default(),
                     windows: None,
+                    string_bytes,
                 })
             })
             .collect::<Result<Vec<_>, DeviceError>>()?;
@@ -190,8 +209,10 @@ impl<S: SlabMemory> ChunkBuilder<S> {
             start..start + bytes
         };
         for column in &mut builder.columns {
+            // A bytes column's offsets take one more entry than its rows.
+            let extra = if column.string_bytes.is_some() { 4 } else { 0 };
             column.windows = Some(SlabWindows {
-                values: window((capacity * column.value_bits).div_ceil(8)),
+                values: window((capacity * column.value_bits).div_ceil(8) + extra),
                 validity: window(capacity / 8),
             });
         }
@@ -220,6 +241,9 @@ impl<S: SlabMemory> ChunkBuilder<S> {
         let pinned = self.slab.is_some();
         for column in &mut self.columns {
             column.validity = None;
+            if let Some(bytes) = &mut column.string_bytes {
+                bytes.clear();
+            }
             column.values = match (&column.windows, pinned) {
                 (Some(windows), true) => Store::Slab(windows.values.clone()),
                 _ => Store::Heap(MutableBuffer::new(0)),
@@ -250,6 +274,16 @@ impl<S: SlabMemory> ChunkBuilder<S> {
         self.columns
             .iter()
             .map(|c| (self.rows * c.value_bits).div_ceil(8))
+            .sum::<usize>()
+            + self.string_bytes()
+    }
+
+    /// String bytes gathered so far (of columns sent as offsets and bytes).
+    pub fn string_bytes(&self) -> usize {
+        self.columns
+            .iter()
+            .filter_map(|c| c.string_bytes.as_ref())
+            .map(MutableBuffer::len)
             .sum()
     }
 
@@ -300,6 +334,58 @@ impl<S: SlabMemory> ChunkBuilder<S> {
         };
         Ok(chunk)
     }
+}
+
+/// Appends `array`'s strings to `bytes`, writing each row's end offset into `ends`
+/// (a NULL row's string is empty).
+fn append_string_bytes(
+    ends: &mut [i32],
+    bytes: &mut MutableBuffer,
+    array: &dyn Array,
+) -> Result<(), DeviceError> {
+    let mut push = |i: usize, value: Option<&str>| {
+        if let Some(value) = value {
+            bytes.extend_from_slice(value.as_bytes());
+        }
+        ends[i] = i32::try_from(bytes.len()).map_err(|_| {
+            DeviceError::Internal(format!(
+                "a chunk's strings passed {} bytes, the most i32 offsets address",
+                i32::MAX
+            ))
+        })?;
+        Ok::<_, DeviceError>(())
+    };
+    match array.data_type() {
+        DataType::Utf8View => {
+            for (i, value) in array.as_string_view().iter().enumerate() {
+                push(i, value)?;
+            }
+        }
+        DataType::Utf8 => {
+            for (i, value) in array.as_string::<i32>().iter().enumerate() {
+                push(i, value)?;
+            }
+        }
+        DataType::LargeUtf8 => {
+            for (i, value) in array.as_string::<i64>().iter().enumerate() {
+                push(i, value)?;
+            }
+        }
+        other => {
+            return Err(DeviceError::Internal(format!(
+                "string bytes requested for a {other} column"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// A heap chunk's gathered offsets: `len + 1` of them, a chunk of no rows included.
+fn with_first_offset(offsets: Buffer, len: usize) -> Buffer {
+    if offsets.len() >= (len + 1) * 4 {
+        return offsets;
+    }
+    Buffer::from(vec![0u8; (len + 1) * 4])
 }
 
 /// `len` more bytes of `store` after its first `used`, to be written.
@@ -401,6 +487,13 @@ impl ColumnBuilder {
             return Ok(());
         }
         let width = self.value_bits / 8;
+        if let Some(bytes) = &mut self.string_bytes {
+            if start == 0 {
+                typed::<i32>(extend(&mut self.values, slab, 0, 4))?[0] = 0;
+            }
+            let ends = typed::<i32>(extend(&mut self.values, slab, (start + 1) * 4, len * 4))?;
+            return append_string_bytes(ends, bytes, array);
+        }
         let out = extend(&mut self.values, slab, start * width, len * width);
         if let Some(dictionary) = &self.dictionary {
             return write_codes(typed::<i32>(out)?, array, dictionary, &mut self.view_codes);
@@ -439,6 +532,16 @@ impl ColumnBuilder {
         })
     }
 
+    /// The column's bytes, if it is sent as offsets and bytes (the builder keeps an
+    /// empty buffer for the next chunk).
+    fn take_string_bytes(&mut self) -> Option<Buffer> {
+        let bytes = self.string_bytes.as_mut()?;
+        Some(Buffer::from(std::mem::replace(
+            bytes,
+            MutableBuffer::new(0),
+        )))
+    }
+
     fn take_heap(&mut self, len: usize) -> Result<HostColumn, DeviceError> {
         let take = |store: Store| match store {
             Store::Heap(buffer) => Ok(Buffer::from(buffer)),
@@ -451,6 +554,11 @@ impl ColumnBuilder {
             Store::Heap(MutableBuffer::new(0)),
         ))?;
         let validity = self.validity.take().map(take).transpose()?;
+        // A bytes column: `values` gathered the offsets.
+        let (values, offsets) = match self.take_string_bytes() {
+            Some(bytes) => (bytes, Some(with_first_offset(values, len))),
+            None => (values, None),
+        };
         Ok(HostColumn {
             data_type: self.data_type.clone(),
             form: self.device_form()?,
@@ -458,7 +566,7 @@ impl ColumnBuilder {
             null_count: std::mem::take(&mut self.null_count),
             validity,
             values,
-            offsets: None,
+            offsets,
         })
     }
 
@@ -473,6 +581,10 @@ impl ColumnBuilder {
         let bitmap_bytes = len.div_ceil(64) * 8;
         let value_bytes = if self.value_bits == 1 {
             bitmap_bytes
+        } else if self.string_bytes.is_some() {
+            // Offsets: one more than the rows (written by the first append; a chunk
+            // is taken only once it holds rows).
+            (len + 1) * 4
         } else {
             len * self.value_bits / 8
         };
@@ -485,6 +597,7 @@ impl ColumnBuilder {
                 .validity
                 .take()
                 .map(|_| windows.validity.start..windows.validity.start + bitmap_bytes),
+            string_bytes: self.take_string_bytes(),
         };
         self.values = Store::Heap(MutableBuffer::new(0));
         Ok(column)
@@ -587,6 +700,67 @@ mod tests {
         assert!(columns[2].validity.is_none());
         assert_eq!(columns[2].values.typed_data::<i32>(), &[1, 2, 3, 4, 5]);
         assert_eq!(builder.rows(), 0);
+    }
+
+    #[test]
+    fn string_bytes_columns_gather_offsets_and_bytes() {
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("comment", DataType::Utf8View, true),
+            Field::new("n", DataType::Int32, false),
+        ]));
+        let long = "a string longer than twelve bytes, é";
+        let batch = |comments: Vec<Option<&str>>| {
+            let n = (0..comments.len() as i32).collect::<Vec<_>>();
+            RecordBatch::try_new(
+                Arc::clone(&schema),
+                vec![
+                    Arc::new(StringViewArray::from(comments)),
+                    Arc::new(Int32Array::from(n)),
+                ],
+            )
+            .unwrap()
+        };
+        let first = batch(vec![Some("ab"), None, Some(long)]);
+        let second = batch(vec![Some(""), Some("xyz")]);
+        let expected_offsets = {
+            let ends = [0, 2, 2, 2 + long.len() as i32];
+            let last = ends[3];
+            vec![ends[0], ends[1], ends[2], ends[3], last, last + 3]
+        };
+        let expected_bytes = format!("ab{long}xyz");
+        // Growing chunks: offsets and bytes as a HostColumn.
+        let mut heap = Builder::new(&schema, &[None, None]).unwrap();
+        heap.append(&first).unwrap();
+        heap.append(&second).unwrap();
+        assert_eq!(heap.string_bytes(), expected_bytes.len());
+        let GatheredChunk::Heap { columns, .. } = heap.take().unwrap() else {
+            panic!("a growing builder gathers into ordinary memory");
+        };
+        assert!(matches!(columns[0].form, DeviceForm::Strings));
+        assert_eq!(columns[0].values.as_slice(), expected_bytes.as_bytes());
+        let offsets = columns[0].offsets.as_ref().unwrap();
+        assert_eq!(offsets.typed_data::<i32>(), expected_offsets.as_slice());
+        assert_eq!(columns[0].null_count, 1);
+        // Slab chunks: offsets in the slab window, bytes beside it; twice, so the
+        // second chunk starts its offsets and bytes afresh.
+        let mut slabs = Builder::for_slabs(&schema, &[None, None], 1 << 16).unwrap();
+        for _ in 0..2 {
+            slabs.begin(Some(TestSlab::new(1 << 16)));
+            slabs.append(&first).unwrap();
+            slabs.append(&second).unwrap();
+            let GatheredChunk::Pinned(mut chunk) = slabs.take().unwrap() else {
+                panic!("a slab builder gathers into its slab");
+            };
+            let column = &chunk.columns[0];
+            let bytes = column.string_bytes.clone().unwrap();
+            assert_eq!(bytes.as_slice(), expected_bytes.as_bytes());
+            let window = chunk.slab.bytes_mut()[column.values.clone()].to_vec();
+            let offsets: Vec<i32> = window
+                .chunks(4)
+                .map(|b| i32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                .collect();
+            assert_eq!(offsets, expected_offsets);
+        }
     }
 
     fn mixed_batch(schema: &SchemaRef, first: usize, rows: usize) -> RecordBatch {

@@ -33,7 +33,7 @@ use datafusion::physical_plan::{
 };
 use futures::StreamExt;
 
-use super::host_layout::{ChunkBuilder, GatheredChunk, PinnedChunk};
+use super::host_layout::{CHUNK_STRING_BYTES, ChunkBuilder, GatheredChunk, PinnedChunk};
 use super::resident::ResidentTables;
 use super::string_codes::StreamDictionary;
 use super::{DeviceExec, DeviceStream, device_error};
@@ -48,6 +48,8 @@ pub struct HostToDeviceExec {
     device: Arc<GpuDevice>,
     batch_bytes: usize,
     resident: Option<Arc<ResidentTables>>,
+    /// String columns sent as offsets and bytes instead of codes (ascending).
+    string_bytes: Vec<usize>,
     properties: Arc<PlanProperties>,
 }
 
@@ -71,8 +73,19 @@ impl HostToDeviceExec {
             device,
             batch_bytes: batch_bytes.max(1 << 20),
             resident,
+            string_bytes: Vec::new(),
             properties: Arc::new(properties),
         }
+    }
+
+    /// Sends string columns `columns` as offsets and bytes rather than codes: the
+    /// segment reading them only tests them (see `placement/string_bytes.rs`).
+    pub fn with_string_bytes(mut self, columns: Vec<usize>) -> Self {
+        let mut columns = columns;
+        columns.sort_unstable();
+        columns.dedup();
+        self.string_bytes = columns;
+        self
     }
 
     pub fn input(&self) -> &Arc<dyn ExecutionPlan> {
@@ -108,10 +121,9 @@ impl HostToDeviceExec {
             .schema()
             .fields()
             .iter()
-            .map(|field| {
-                field
-                    .data_type()
-                    .is_string()
+            .enumerate()
+            .map(|(i, field)| {
+                (field.data_type().is_string() && !self.string_bytes.contains(&i))
                     .then(|| Arc::new(StreamDictionary::default()))
             })
             .collect()
@@ -126,6 +138,13 @@ impl HostToDeviceExec {
     ) -> Result<DeviceStream> {
         let Some(fingerprint) = ResidentTables::fingerprint(&self.input) else {
             return self.execute_upload(context, Chunking::Slabs);
+        };
+        // The same columns kept as codes and as bytes are different device batches.
+        let fingerprint = {
+            use std::hash::{Hash, Hasher};
+            let mut hasher = std::hash::DefaultHasher::new();
+            (fingerprint, &self.string_bytes).hash(&mut hasher);
+            hasher.finish()
         };
         if let Some(kept) = resident.get(fingerprint) {
             return Ok(futures::stream::iter(kept.into_iter().map(Ok)).boxed());
@@ -215,10 +234,11 @@ impl PartitionGatherer {
                 self.builder.append(&batch.slice(offset, take))?;
             }
             offset += take;
-            let done = match self.chunking {
-                Chunking::Slabs => self.builder.room() == 0,
-                Chunking::Growing(bytes) => self.builder.bytes() >= bytes,
-            };
+            let done = self.builder.string_bytes() >= CHUNK_STRING_BYTES
+                || match self.chunking {
+                    Chunking::Slabs => self.builder.room() == 0,
+                    Chunking::Growing(bytes) => self.builder.bytes() >= bytes,
+                };
             if done {
                 full.push(self.builder.take()?);
             }
@@ -271,14 +291,23 @@ fn upload_pinned(
     let uploaded = columns
         .into_iter()
         .map(|column| {
+            // A bytes column: the slab holds its offsets; its bytes, gathered in
+            // ordinary memory, go through the staging pool.
+            let (values, offsets) = match &column.string_bytes {
+                Some(bytes) => (
+                    DeviceBuffer::upload(device, OWNER, bytes.as_slice())?,
+                    Some(copy(column.values)?),
+                ),
+                None => (copy(column.values)?, None),
+            };
             Ok(DeviceColumn {
                 data_type: column.data_type,
                 form: column.form,
                 len: rows,
                 null_count: column.null_count,
-                values: copy(column.values)?,
+                values,
                 validity: column.validity.map(copy).transpose()?,
-                offsets: None,
+                offsets,
             })
         })
         .collect::<Result<Vec<_>, DeviceError>>();
@@ -341,15 +370,26 @@ impl DisplayAs for HostToDeviceExec {
         } else {
             ""
         };
+        let schema = self.input.schema();
+        let bytes: Vec<&str> = self
+            .string_bytes
+            .iter()
+            .filter_map(|i| schema.fields().get(*i).map(|f| f.name().as_str()))
+            .collect();
         write!(
             f,
-            "HostToDeviceExec: {scan}batch_bytes={}, input_partitions={}{}",
+            "HostToDeviceExec: {scan}batch_bytes={}, input_partitions={}{}{}",
             self.batch_bytes,
             self.input.output_partitioning().partition_count(),
             if self.resident.is_some() {
                 ", resident"
             } else {
                 ""
+            },
+            if bytes.is_empty() {
+                String::new()
+            } else {
+                format!(", strings as bytes=[{}]", bytes.join(", "))
             }
         )
     }
@@ -380,12 +420,15 @@ impl ExecutionPlan for HostToDeviceExec {
         children: Vec<Arc<dyn ExecutionPlan>>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
         let input = super::only_child("HostToDeviceExec", children)?;
-        Ok(Arc::new(Self::new(
-            input,
-            Arc::clone(&self.device),
-            self.batch_bytes,
-            self.resident.clone(),
-        )))
+        Ok(Arc::new(
+            Self::new(
+                input,
+                Arc::clone(&self.device),
+                self.batch_bytes,
+                self.resident.clone(),
+            )
+            .with_string_bytes(self.string_bytes.clone()),
+        ))
     }
 
     fn execute(&self, _: usize, _: Arc<TaskContext>) -> Result<SendableRecordBatchStream> {

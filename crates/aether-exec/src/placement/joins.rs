@@ -159,7 +159,7 @@ fn residual_spec(filter: &JoinFilter) -> Result<JoinResidual, Vec<PlacementReaso
         predicate: Arc::clone(filter.expression()),
         projection: Some(Vec::new()),
     };
-    match row_kernels(&schema, &[stage], &Arc::new(Schema::empty())) {
+    match row_kernels(&schema, &[stage], &Arc::new(Schema::empty()), &[]) {
         Ok(kernels) if reasons.is_empty() => Ok(JoinResidual {
             kernels,
             schema,

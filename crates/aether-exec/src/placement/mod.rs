@@ -34,6 +34,7 @@ mod scans;
 mod shape;
 mod single_partition;
 mod sorts;
+mod string_bytes;
 
 use std::fmt;
 use std::sync::{Arc, Mutex, Weak};
@@ -58,7 +59,8 @@ pub use report::{ExplainFilter, Mark, PlacementReport, ReportLine};
 
 use crate::codegen::CudaType;
 use crate::codegen::aggregate::{
-    AggFunction, AggregateCall, AggregateKernels, AggregateOutput, AggregateSpec, aggregate_kernels,
+    AggFunction, AggregateCall, AggregateKernels, AggregateOutput, AggregateSpec,
+    aggregate_kernels, aggregate_kernels_with_bytes,
 };
 use crate::codegen::expr::ExprCompiler;
 use crate::codegen::rows::RowKernels;
@@ -427,20 +429,28 @@ impl Placer<'_> {
                 let Some(device) = &self.settings.device else {
                     return Ok(final_part.map_or(aggregate, |part| part.plan));
                 };
-                let upload = self.device_input(new_source, device);
                 let mut stages: Vec<String> = chain.iter().rev().map(one_line).collect();
                 let description = one_line(&aggregate);
                 // The CPU plan the segment replaces, run if the GPU cannot finish.
-                let (kernels, output, description, fallback, restore) = match final_part {
+                let (spec, kernels, description, fallback, restore) = match final_part {
                     Some(part) => (
+                        part.spec,
                         part.kernels,
-                        part.spec.output,
                         final_aggregate::single_description(&description),
                         part.plan,
                         part.restore,
                     ),
-                    None => (kernels, spec.output, description, aggregate, None),
+                    None => (spec, kernels, description, aggregate, None),
                 };
+                // An upload may send many-valued strings the segment only tests as bytes.
+                let chosen = self.uploads(&new_source).then(|| {
+                    string_bytes::choose(&string_bytes::candidates(&new_source), |columns| {
+                        aggregate_kernels_with_bytes(&spec, columns)
+                    })
+                });
+                let (kernels, bytes) = chosen.flatten().unwrap_or((kernels, Vec::new()));
+                let output = spec.output;
+                let upload = self.device_input_with_bytes(new_source, device, bytes);
                 stages.push(description);
                 let gpu: Arc<dyn ExecutionPlan> = Arc::new(GpuSegmentExec::new(
                     upload,
@@ -553,7 +563,14 @@ impl Placer<'_> {
         let Some(device) = &self.settings.device else {
             return Ok(top);
         };
-        let upload = self.device_input(Arc::clone(&source), device);
+        // An upload may send many-valued strings the segment only tests as bytes.
+        let chosen = self.uploads(&source).then(|| {
+            string_bytes::choose(&string_bytes::candidates(&source), |columns| {
+                rows::row_segment_kernels(&chain, columns)
+            })
+        });
+        let (kernels, bytes) = chosen.flatten().unwrap_or((kernels, Vec::new()));
+        let upload = self.device_input_with_bytes(Arc::clone(&source), device, bytes);
         let segment: Arc<dyn ExecutionPlan> = Arc::new(GpuSegmentExec::new(
             upload,
             Arc::clone(device),
@@ -578,16 +595,35 @@ impl Placer<'_> {
         source: Arc<dyn ExecutionPlan>,
         device: &Arc<GpuDevice>,
     ) -> Arc<dyn ExecutionPlan> {
+        self.device_input_with_bytes(source, device, Vec::new())
+    }
+
+    /// Whether a GPU operator reading `source` reads it through an upload.
+    fn uploads(&self, source: &Arc<dyn ExecutionPlan>) -> bool {
+        !scans::below_exchanges(Arc::clone(source)).is::<DeviceToHostExec>()
+    }
+
+    /// [`Self::device_input`], an upload sending string columns `string_bytes` as
+    /// offsets and bytes ([`string_bytes`]).
+    fn device_input_with_bytes(
+        &self,
+        source: Arc<dyn ExecutionPlan>,
+        device: &Arc<GpuDevice>,
+        string_bytes: Vec<usize>,
+    ) -> Arc<dyn ExecutionPlan> {
         let source = scans::below_exchanges(source);
         if let Some(exit) = source.downcast_ref::<DeviceToHostExec>() {
             return Arc::clone(exit.device_input());
         }
-        Arc::new(HostToDeviceExec::new(
-            source,
-            Arc::clone(device),
-            self.settings.batch_bytes,
-            self.settings.resident.clone(),
-        ))
+        Arc::new(
+            HostToDeviceExec::new(
+                source,
+                Arc::clone(device),
+                self.settings.batch_bytes,
+                self.settings.resident.clone(),
+            )
+            .with_string_bytes(string_bytes),
+        )
     }
 
     /// A hash join: a [`GpuHashJoinExec`] over both inputs on the device, the
@@ -731,7 +767,7 @@ impl Placer<'_> {
         &self,
         chain: &RowChain,
     ) -> std::result::Result<RowKernels, (Mark, Vec<PlacementReason>)> {
-        let kernels = rows::row_segment_kernels(chain)?;
+        let kernels = rows::row_segment_kernels(chain, &[])?;
         if self.settings.engine != Engine::Auto {
             return Ok(kernels);
         }

@@ -94,8 +94,10 @@ fn selects_only(chain: &[Arc<dyn ExecutionPlan>]) -> bool {
 }
 
 /// Why the chain cannot run on the GPU, or its kernels.
+/// `string_bytes` are the input string columns uploaded as offsets and bytes.
 pub(super) fn row_segment_kernels(
     chain: &RowChain,
+    string_bytes: &[usize],
 ) -> Result<RowKernels, (Mark, Vec<PlacementReason>)> {
     let not_on_gpu = |code, text: String| (Mark::NotOnGpu, vec![PlacementReason::new(code, text)]);
     let top = &chain.nodes[0];
@@ -123,7 +125,7 @@ pub(super) fn row_segment_kernels(
     }
     let mut reasons = super::input_type_reasons(&chain.source.schema());
     let stages = stages_of(&chain.nodes);
-    match row_kernels(&chain.source.schema(), &stages, &top.schema()) {
+    match row_kernels(&chain.source.schema(), &stages, &top.schema(), string_bytes) {
         Ok(kernels) if reasons.is_empty() => Ok(kernels),
         Ok(_) => Err((Mark::NotOnGpu, reasons)),
         Err(more) => {
