@@ -512,7 +512,7 @@ impl ExprCompiler {
             .ok()?
             .data;
         let code = self.load_input(input)?;
-        let slot = self.input.fields().len() + self.string_bytes.len() + self.lookups.len();
+        let slot = self.pointer_pairs();
         self.lookups.push(DictionaryLookup {
             input,
             predicate,

@@ -18,7 +18,7 @@ use datafusion::datasource::{MemTable, TableProvider};
 use datafusion::physical_plan::displayable;
 
 use super::context;
-use super::rows::{comments, compare_rows, dates, draws, flags, float64s, table, values};
+use super::rows::{comments, compare_rows, dates, draws, flags, float64s, ids, table, values};
 
 /// A random table of `rows` rows whose keys take about `domain` values: `k` (Int64),
 /// `g` (Int32, 50 values: every key repeats), `d` (Date32), `m` (Decimal(12, 2)), each
@@ -40,9 +40,7 @@ fn join_table(rows: usize, seed: u64, domain: u64) -> MemTable {
         seed,
         move |random: &mut XorShift64, start, len| {
             let v = draws(random, len);
-            let ids: ArrayRef = Arc::new(Int64Array::from_iter_values(
-                (start..start + len).map(|i| i as i64),
-            ));
+            let ids = ids(start, len);
             let keys: ArrayRef = Arc::new(Int64Array::from_iter(values(&v, |v| {
                 ((v >> 8) % domain) as i64
             })));

@@ -177,6 +177,13 @@ pub(super) fn draws(random: &mut XorShift64, len: usize) -> Vec<u64> {
     (0..len).map(|_| random.next_u64()).collect()
 }
 
+/// Row numbers `start..start + len`: a table's unique, non-NULL `id` column.
+pub(super) fn ids(start: usize, len: usize) -> ArrayRef {
+    Arc::new(Int64Array::from_iter_values(
+        start as i64..(start + len) as i64,
+    ))
+}
+
 /// -50..=50, i32::MIN and i32::MAX, NULLs.
 fn int32s(v: &[u64]) -> ArrayRef {
     Arc::new(Int32Array::from_iter(values(v, |v| match v % 100 {
@@ -309,9 +316,7 @@ pub(super) fn random_table(rows: usize, seed: u64) -> MemTable {
     table(schema, rows, seed, |random, start, len| {
         let mut draw = || draws(random, len);
         vec![
-            Arc::new(Int64Array::from_iter_values(
-                start as i64..(start + len) as i64,
-            )) as ArrayRef,
+            ids(start, len),
             int32s(&draw()),
             int64s(&draw()),
             float64s(&draw()),
@@ -540,9 +545,7 @@ async fn string_predicates_on_bytes_match_the_cpu() {
             |random, start, len| {
                 let mut draw = || draws(random, len);
                 vec![
-                    Arc::new(Int64Array::from_iter_values(
-                        start as i64..(start + len) as i64,
-                    )) as ArrayRef,
+                    ids(start, len),
                     int32s(&draw()),
                     memos(&draw()),
                     comments(&draw()),
