@@ -21,6 +21,8 @@ use arrow::array::{
 use arrow::buffer::{Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
 use arrow::datatypes::DataType;
 
+use crate::dictionary::Dictionary;
+
 /// The form a column takes on the device.
 #[derive(Debug, Clone)]
 pub enum DeviceForm {
@@ -33,7 +35,7 @@ pub enum DeviceForm {
     /// Strings as `i32` offsets (`len + 1` of them, starting at 0) and the bytes they index.
     Strings,
     /// Low-cardinality strings as `i32` codes into `dictionary`, which stays on the host.
-    DictionaryCodes { dictionary: Arc<StringArray> },
+    DictionaryCodes { dictionary: Dictionary },
 }
 
 /// A column prepared for the device: the buffers to copy and how to read them back.
@@ -165,7 +167,7 @@ pub fn to_device_layout(
             if let Some((codes, dictionary)) = dictionary_encode(&strings, options) {
                 base(
                     DeviceForm::DictionaryCodes {
-                        dictionary: Arc::new(dictionary),
+                        dictionary: Dictionary::fixed(dictionary),
                     },
                     codes.into_inner(),
                     None,
@@ -305,14 +307,7 @@ pub fn from_device_layout(column: HostColumn) -> Result<ArrayRef, LayoutError> {
         }
         DeviceForm::DictionaryCodes { dictionary } => {
             let codes = Int32Array::new(ScalarBuffer::new(column.values.clone(), 0, len), nulls);
-            let strings: StringArray = codes
-                .iter()
-                .map(|code| {
-                    code.and_then(|c| usize::try_from(c).ok())
-                        .map(|c| dictionary.value(c))
-                })
-                .collect();
-            as_string_type(strings, &column.data_type)?
+            as_string_type(dictionary.decode(&codes)?, &column.data_type)?
         }
     };
     Ok(array)

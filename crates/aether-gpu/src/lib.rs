@@ -12,6 +12,7 @@
 pub mod column;
 pub mod compile;
 pub mod device;
+pub mod dictionary;
 pub mod doctor;
 mod error;
 pub mod kernel_cache;

@@ -8,10 +8,11 @@
 
 use std::sync::Arc;
 
+use aether_gpu::dictionary::Dictionary;
 use aether_gpu::launch::{KernelArg, grid_for, launch_kernel};
 use aether_gpu::layout::{DeviceForm, LayoutOptions, device_form_of};
 use aether_gpu::{DeviceBatch, DeviceBuffer, DeviceColumn, DeviceError, GpuDevice};
-use datafusion::arrow::array::{Array, StringArray};
+use datafusion::arrow::array::StringArray;
 use datafusion::arrow::datatypes::{Field, SchemaRef};
 
 use super::join_kernels::JoinKernels;
@@ -69,7 +70,7 @@ pub fn default_form(field: &Field) -> Result<DeviceForm, DeviceError> {
         .map_err(|e| DeviceError::Internal(format!("a join column: {e}")))?;
     Ok(match form {
         DeviceForm::Strings => DeviceForm::DictionaryCodes {
-            dictionary: Arc::new(StringArray::from(Vec::<String>::new())),
+            dictionary: Dictionary::fixed(StringArray::from(Vec::<String>::new())),
         },
         other => other,
     })

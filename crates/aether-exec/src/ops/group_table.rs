@@ -18,9 +18,10 @@
 use std::sync::Arc;
 
 use aether_gpu::CudaFunction;
+use aether_gpu::dictionary::Dictionary;
 use aether_gpu::launch::{KernelArg, grid_capped, grid_for, launch_kernel};
 use aether_gpu::{DeviceBatch, DeviceBuffer, DeviceColumn, DeviceError, DeviceForm, GpuDevice};
-use datafusion::arrow::array::{Array, StringArray};
+use datafusion::arrow::array::StringArray;
 use datafusion::arrow::datatypes::SchemaRef;
 
 use super::string_lookups::LookupTables;
@@ -79,7 +80,7 @@ pub struct GroupTable {
     /// Whether to settle after each batch: until a settle finds no overflow.
     growing: bool,
     /// For each input column holding string codes, the largest dictionary seen.
-    dictionaries: Vec<Option<Arc<StringArray>>>,
+    dictionaries: Vec<Option<Dictionary>>,
     /// Each string predicate's table so far.
     lookup_tables: LookupTables,
     /// The word a fold kernel that can fault sets (see `codegen::expr::quotient`).
@@ -259,7 +260,7 @@ impl GroupTable {
                         .get(*column)
                         .cloned()
                         .flatten()
-                        .unwrap_or_else(|| Arc::new(StringArray::from(vec![""]))),
+                        .unwrap_or_else(|| Dictionary::fixed(StringArray::from(vec![""]))),
                 },
                 _ => aether_gpu::layout::device_form_of(&data_type, &Default::default())?,
             };
@@ -348,7 +349,7 @@ impl GroupTable {
                     .as_ref()
                     .is_none_or(|kept| kept.len() < dictionary.len());
                 if larger {
-                    self.dictionaries[i] = Some(Arc::clone(dictionary));
+                    self.dictionaries[i] = Some(dictionary.clone());
                 }
             }
         }

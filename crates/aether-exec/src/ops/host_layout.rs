@@ -28,7 +28,8 @@ use datafusion::arrow::buffer::{Buffer, MutableBuffer};
 use datafusion::arrow::datatypes::{ArrowNativeType, DataType, Decimal128Type, SchemaRef};
 use datafusion::arrow::util::bit_mask::set_bits;
 
-use super::string_codes::{StreamDictionary, ViewCodeCache, write_codes};
+use super::string_codes::{ViewCodeCache, write_codes};
+use aether_gpu::dictionary::GrowingDictionary;
 
 /// Slab windows start on this boundary, so typed views of them are aligned.
 const WINDOW_ALIGN: usize = 256;
@@ -71,7 +72,7 @@ struct ColumnBuilder {
     /// Present once the chunk has seen a NULL in this column.
     validity: Option<Store>,
     null_count: usize,
-    dictionary: Option<Arc<StreamDictionary>>,
+    dictionary: Option<Arc<GrowingDictionary>>,
     view_codes: ViewCodeCache,
     windows: Option<SlabWindows>,
     /// A string column sent as offsets and bytes: its bytes so far (`values` holds
@@ -133,7 +134,7 @@ impl<S: SlabMemory> ChunkBuilder<S> {
     /// bytes where `dictionaries` has `None` for them.
     pub fn new(
         schema: &SchemaRef,
-        dictionaries: &[Option<Arc<StreamDictionary>>],
+        dictionaries: &[Option<Arc<GrowingDictionary>>],
     ) -> Result<Self, DeviceError> {
         let options = LayoutOptions::default();
         let columns = schema
@@ -185,7 +186,7 @@ impl<S: SlabMemory> ChunkBuilder<S> {
     /// [`Self::capacity`] rows, gathered into the slab given to [`Self::begin`].
     pub fn for_slabs(
         schema: &SchemaRef,
-        dictionaries: &[Option<Arc<StreamDictionary>>],
+        dictionaries: &[Option<Arc<GrowingDictionary>>],
         slab_bytes: usize,
     ) -> Result<Self, DeviceError> {
         let mut builder = Self::new(schema, dictionaries)?;
@@ -526,7 +527,7 @@ impl ColumnBuilder {
     fn device_form(&self) -> Result<DeviceForm, DeviceError> {
         Ok(match &self.dictionary {
             Some(dictionary) => DeviceForm::DictionaryCodes {
-                dictionary: dictionary.snapshot()?,
+                dictionary: dictionary.view(),
             },
             None => self.form.clone(),
         })
@@ -648,7 +649,7 @@ mod tests {
             Field::new("price", DataType::Decimal128(15, 2), true),
             Field::new("n", DataType::Int32, false),
         ]));
-        let dictionary = Arc::new(StreamDictionary::default());
+        let dictionary = Arc::new(GrowingDictionary::default());
         let mut builder =
             Builder::new(&schema, &[Some(Arc::clone(&dictionary)), None, None]).unwrap();
         let batch = |flags: Vec<Option<&str>>, prices: Vec<Option<i128>>, n: Vec<i32>| {
@@ -690,7 +691,7 @@ mod tests {
         let DeviceForm::DictionaryCodes { dictionary } = &columns[0].form else {
             panic!("strings should be codes");
         };
-        assert_eq!(dictionary.value(2), long);
+        assert_eq!(dictionary.values().unwrap().value(2), long);
         assert_eq!(columns[0].null_count, 1);
         let prices: Vec<i64> = columns[1].values.typed_data::<i64>().to_vec();
         assert_eq!(prices, vec![1, 2, -5, 0, 7]);
@@ -803,9 +804,9 @@ mod tests {
             Field::new("b", DataType::Boolean, true),
         ]));
         let slab_bytes = 8 << 10;
-        let dictionaries = |d: &Arc<StreamDictionary>| vec![Some(Arc::clone(d)), None, None, None];
-        let slab_dictionary = Arc::new(StreamDictionary::default());
-        let heap_dictionary = Arc::new(StreamDictionary::default());
+        let dictionaries = |d: &Arc<GrowingDictionary>| vec![Some(Arc::clone(d)), None, None, None];
+        let slab_dictionary = Arc::new(GrowingDictionary::default());
+        let heap_dictionary = Arc::new(GrowingDictionary::default());
         let mut slabs =
             Builder::for_slabs(&schema, &dictionaries(&slab_dictionary), slab_bytes).unwrap();
         let capacity = slabs.capacity();
@@ -954,7 +955,7 @@ mod speed {
         let dictionaries = vec![
             None,
             None,
-            Some(Arc::new(StreamDictionary::default())),
+            Some(Arc::new(GrowingDictionary::default())),
             None,
         ];
         let batches = 400;

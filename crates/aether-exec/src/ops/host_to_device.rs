@@ -35,9 +35,9 @@ use futures::StreamExt;
 
 use super::host_layout::{CHUNK_STRING_BYTES, ChunkBuilder, GatheredChunk, PinnedChunk};
 use super::resident::ResidentTables;
-use super::string_codes::StreamDictionary;
 use super::{DeviceExec, DeviceStream, device_error};
 use crate::memory_table::memory_source;
+use aether_gpu::dictionary::GrowingDictionary;
 
 const OWNER: &str = "HostToDeviceExec";
 
@@ -116,7 +116,7 @@ impl HostToDeviceExec {
         Ok(Some(partitions))
     }
 
-    fn dictionaries(&self) -> Vec<Option<Arc<StreamDictionary>>> {
+    fn dictionaries(&self) -> Vec<Option<Arc<GrowingDictionary>>> {
         self.input
             .schema()
             .fields()
@@ -124,7 +124,7 @@ impl HostToDeviceExec {
             .enumerate()
             .map(|(i, field)| {
                 (field.data_type().is_string() && !self.string_bytes.contains(&i))
-                    .then(|| Arc::new(StreamDictionary::default()))
+                    .then(|| Arc::new(GrowingDictionary::default()))
             })
             .collect()
     }
@@ -201,7 +201,7 @@ impl PartitionGatherer {
     fn new(
         device: &Arc<GpuDevice>,
         schema: &SchemaRef,
-        dictionaries: &[Option<Arc<StreamDictionary>>],
+        dictionaries: &[Option<Arc<GrowingDictionary>>],
         chunking: Chunking,
     ) -> Result<Self, DeviceError> {
         let builder = match chunking {

@@ -246,7 +246,9 @@ impl SortKernels {
             }
         };
         let ranks = match &column.form {
-            DeviceForm::DictionaryCodes { dictionary } => Some(upload_ranks(device, dictionary)?),
+            DeviceForm::DictionaryCodes { dictionary } => {
+                Some(upload_ranks(device, dictionary.values()?.as_ref())?)
+            }
             _ => None,
         };
         let values = DeviceBuffer::alloc(device, OWNER, rows * 8)?;

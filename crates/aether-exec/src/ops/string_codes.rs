@@ -1,9 +1,9 @@
 //! Strings as stream-wide dictionary codes, computed on the host while gathering.
 //!
-//! Strings get codes from a [`StreamDictionary`] shared by every chunk of one
+//! Strings get codes from a [`GrowingDictionary`] shared by every chunk of one
 //! `HostToDeviceExec` execution, so a code means the same string in every chunk and
 //! group keys can be compared across batches on the device. The dictionary only
-//! grows; any later snapshot decodes every earlier code.
+//! grows; any later view of it decodes every earlier code.
 //!
 //! Coding is on the host's critical path when inputs come from host memory (TPC-H Q1
 //! codes two flag columns for 60 million rows at SF10), so the common case is kept to
@@ -12,59 +12,11 @@
 //! views straight to codes, without hashing or locking. Everything else is coded per
 //! batch: distinct values first, then the shared dictionary once per batch.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
-
 use aether_gpu::DeviceError;
-use datafusion::arrow::array::{Array, AsArray, StringArray, StringViewArray};
+use aether_gpu::dictionary::GrowingDictionary;
+use datafusion::arrow::array::{Array, AsArray, StringViewArray};
 use datafusion::arrow::datatypes::DataType;
-
-/// The codes of one string column across a whole stream.
-#[derive(Debug, Default)]
-pub struct StreamDictionary {
-    inner: Mutex<DictionaryInner>,
-}
-
-#[derive(Debug, Default)]
-struct DictionaryInner {
-    codes: HashMap<String, i32>,
-    values: Vec<String>,
-}
-
-impl StreamDictionary {
-    /// The code of each of `strings` (distinct values of one batch), adding new ones.
-    fn codes_of(&self, strings: &[&str]) -> Result<Vec<i32>, DeviceError> {
-        let mut inner = self
-            .inner
-            .lock()
-            .map_err(|_| DeviceError::Internal("a string dictionary lock is poisoned".into()))?;
-        Ok(strings
-            .iter()
-            .map(|s| {
-                if let Some(code) = inner.codes.get(*s) {
-                    return *code;
-                }
-                let code = inner.values.len() as i32;
-                inner.values.push((*s).to_string());
-                inner.codes.insert((*s).to_string(), code);
-                code
-            })
-            .collect())
-    }
-
-    /// Every string coded so far, indexed by code (at least one entry, so code 0 of a
-    /// NULL always decodes).
-    pub fn snapshot(&self) -> Result<Arc<StringArray>, DeviceError> {
-        let inner = self
-            .inner
-            .lock()
-            .map_err(|_| DeviceError::Internal("a string dictionary lock is poisoned".into()))?;
-        if inner.values.is_empty() {
-            return Ok(Arc::new(StringArray::from(vec![""])));
-        }
-        Ok(Arc::new(StringArray::from_iter_values(inner.values.iter())))
-    }
-}
+use std::collections::HashMap;
 
 /// Codes of a column's short `Utf8View` values, by view: a handful of entries,
 /// searched most recent hit first.
@@ -95,7 +47,7 @@ impl ViewCodeCache {
 pub fn write_codes(
     out: &mut [i32],
     array: &dyn Array,
-    dictionary: &StreamDictionary,
+    dictionary: &GrowingDictionary,
     cache: &mut ViewCodeCache,
 ) -> Result<(), DeviceError> {
     match array.data_type() {
@@ -111,7 +63,7 @@ pub fn write_codes(
 fn write_view_codes(
     out: &mut [i32],
     strings: &StringViewArray,
-    dictionary: &StreamDictionary,
+    dictionary: &GrowingDictionary,
     cache: &mut ViewCodeCache,
 ) -> Result<(), DeviceError> {
     let views = strings.views();
@@ -144,7 +96,7 @@ fn write_view_codes(
             })
         })
         .collect();
-    let global = dictionary.codes_of(&distinct)?;
+    let global = dictionary.codes_of(&distinct);
     for (&i, local_code) in missed.iter().zip(local_codes) {
         let code = global[local_code];
         out[i] = code;
@@ -159,7 +111,7 @@ fn write_view_codes(
 fn write_batch_codes<'a>(
     out: &mut [i32],
     values: impl Iterator<Item = Option<&'a str>>,
-    dictionary: &StreamDictionary,
+    dictionary: &GrowingDictionary,
 ) -> Result<(), DeviceError> {
     let mut local: HashMap<&str, i32> = HashMap::new();
     let mut distinct: Vec<&str> = Vec::new();
@@ -172,7 +124,7 @@ fn write_batch_codes<'a>(
             }),
         })
         .collect();
-    let global = dictionary.codes_of(&distinct)?;
+    let global = dictionary.codes_of(&distinct);
     for (slot, code) in out.iter_mut().zip(local_codes) {
         *slot = if code < 0 { 0 } else { global[code as usize] };
     }
@@ -181,13 +133,15 @@ fn write_batch_codes<'a>(
 
 #[cfg(test)]
 mod tests {
-    use datafusion::arrow::array::StringViewArray;
+    use std::sync::Arc;
+
+    use datafusion::arrow::array::{StringArray, StringViewArray};
 
     use super::*;
 
     #[test]
     fn short_views_are_coded_through_the_cache_and_agree_with_the_dictionary() {
-        let dictionary = StreamDictionary::default();
+        let dictionary = GrowingDictionary::default();
         let mut cache = ViewCodeCache::default();
         let long = "a string longer than twelve bytes";
         let first = StringViewArray::from(vec![Some("N"), Some("A"), None, Some(long)]);
@@ -200,14 +154,14 @@ mod tests {
         let mut out = vec![-1; 4];
         write_codes(&mut out, &second, &dictionary, &mut cache).unwrap();
         assert_eq!(out, vec![1, 3, 2, 0]);
-        let snapshot = dictionary.snapshot().unwrap();
-        assert_eq!(snapshot.value(3), "R");
+        let view = Arc::new(dictionary).view();
+        assert_eq!(view.values().unwrap().value(3), "R");
         assert_eq!(cache.entries.len(), 3);
     }
 
     #[test]
     fn offset_strings_share_the_dictionary_and_code_nulls_as_zero() {
-        let dictionary = StreamDictionary::default();
+        let dictionary = GrowingDictionary::default();
         let mut cache = ViewCodeCache::default();
         let strings = StringArray::from(vec![Some("x"), None, Some("y"), Some("x")]);
         let mut out = vec![-1; 4];

@@ -60,7 +60,7 @@ impl LookupTables {
         }
         let known = table.len() - 1;
         if dictionary.len() > known {
-            let fresh = dictionary.slice(known, dictionary.len() - known);
+            let fresh = dictionary.slice(known, dictionary.len() - known)?;
             table.extend(evaluate_lookup(lookup, &fresh)?);
         }
         Ok(table)

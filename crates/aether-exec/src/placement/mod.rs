@@ -576,7 +576,13 @@ impl Placer<'_> {
             Arc::clone(device),
             SegmentOutput::Rows(kernels),
             top.schema(),
-            chain.nodes.iter().rev().map(one_line).collect(),
+            chain
+                .nodes
+                .iter()
+                .rev()
+                .filter(|node| rows::is_row_stage(node))
+                .map(one_line)
+                .collect(),
         ));
         // The CPU plan the segment replaces, run if the GPU cannot finish.
         let fallback = rebuild_chain(&chain.nodes, source)?;

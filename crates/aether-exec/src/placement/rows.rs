@@ -22,6 +22,7 @@ use datafusion::physical_plan::projection::ProjectionExec;
 use datafusion::physical_plan::{ExecutionPlan, ExecutionPlanProperties, Partitioning};
 
 use super::report::Mark;
+use super::scans;
 use crate::codegen::pipeline::Stage;
 use crate::codegen::rows::{RowKernels, row_kernels};
 use crate::reason::{PlacementReason, ReasonCode};
@@ -38,7 +39,9 @@ pub(super) fn is_row_stage(plan: &Arc<dyn ExecutionPlan>) -> bool {
     plan.is::<FilterExec>() || plan.is::<ProjectionExec>()
 }
 
-/// The chain of filters and projections starting at `plan`, if it is one.
+/// The chain of filters and projections starting at `plan`, if it is one. Exchanges
+/// between two of its stages belong to it: a segment reads every partition anyway,
+/// and the partitioning its top had is restored above it.
 pub(super) fn row_chain(plan: &Arc<dyn ExecutionPlan>) -> Option<RowChain> {
     if !is_row_stage(plan) {
         return None;
@@ -49,6 +52,14 @@ pub(super) fn row_chain(plan: &Arc<dyn ExecutionPlan>) -> Option<RowChain> {
         let child = Arc::clone(node.children()[0]);
         nodes.push(node);
         node = child;
+        let below = scans::below_exchanges(Arc::clone(&node));
+        if !Arc::ptr_eq(&below, &node) && is_row_stage(&below) {
+            while !Arc::ptr_eq(&node, &below) {
+                let child = Arc::clone(node.children()[0]);
+                nodes.push(node);
+                node = child;
+            }
+        }
     }
     Some(RowChain {
         nodes,
@@ -83,7 +94,7 @@ pub(super) fn stages_of(chain: &[Arc<dyn ExecutionPlan>]) -> Vec<Stage> {
 /// Whether every node of `chain` only selects or renames columns: nothing to compute,
 /// so moving it would add two transfers and no work.
 fn selects_only(chain: &[Arc<dyn ExecutionPlan>]) -> bool {
-    chain.iter().all(|node| {
+    chain.iter().filter(|node| is_row_stage(node)).all(|node| {
         node.downcast_ref::<ProjectionExec>().is_some_and(|p| {
             p.expr().iter().all(|e| {
                 let any: &dyn PhysicalExpr = e.expr.as_ref();
