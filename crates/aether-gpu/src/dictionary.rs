@@ -9,11 +9,13 @@
 //! (copying the dictionary per chunk made many-valued columns quadratic). Codes are
 //! never reassigned, so a later, longer view decodes every code of an earlier one.
 
-use std::collections::HashMap;
+use std::hash::BuildHasher;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use arrow::array::{Array, GenericStringArray, Int32Array, StringArray, StringBuilder};
 use arrow::buffer::{Buffer, OffsetBuffer, ScalarBuffer};
+use foldhash::quality::RandomState;
+use hashbrown::HashTable;
 
 use crate::layout::LayoutError;
 
@@ -23,14 +25,32 @@ pub struct GrowingDictionary {
     inner: Mutex<Values>,
 }
 
-/// Strings by code: code `i` is `bytes[ends[i - 1]..ends[i]]`.
-#[derive(Debug, Default)]
+/// Strings by code: code `i` is `bytes[ends[i - 1]..ends[i]]`; `codes` finds a
+/// value's code by hashing its bytes, and holds no copy of them.
+#[derive(Default)]
 struct Values {
-    codes: HashMap<Box<str>, i32>,
+    codes: HashTable<i32>,
+    hasher: RandomState,
     bytes: Vec<u8>,
     ends: Vec<usize>,
     /// The longest array made from these values so far, reused while no value came.
     whole: Option<Arc<StringArray>>,
+}
+
+impl std::fmt::Debug for Values {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Values")
+            .field("count", &self.ends.len())
+            .field("bytes", &self.bytes.len())
+            .finish()
+    }
+}
+
+/// The bytes of value `code`.
+fn value_bytes<'a>(bytes: &'a [u8], ends: &[usize], code: usize) -> Option<&'a [u8]> {
+    let end = *ends.get(code)?;
+    let start = if code == 0 { 0 } else { ends[code - 1] };
+    Some(&bytes[start..end])
 }
 
 impl Values {
@@ -39,10 +59,32 @@ impl Values {
     }
 
     fn get(&self, code: usize) -> Option<&str> {
-        let end = *self.ends.get(code)?;
-        let start = if code == 0 { 0 } else { self.ends[code - 1] };
         // Every value was appended from a `&str`, so its bytes are whole UTF-8.
-        std::str::from_utf8(&self.bytes[start..end]).ok()
+        std::str::from_utf8(value_bytes(&self.bytes, &self.ends, code)?).ok()
+    }
+
+    /// The code of `value`, adding it if new.
+    fn code_of(&mut self, value: &str) -> i32 {
+        let Values {
+            codes,
+            hasher,
+            bytes,
+            ends,
+            ..
+        } = self;
+        let hash = hasher.hash_one(value.as_bytes());
+        let same = |code: &i32| value_bytes(bytes, ends, *code as usize) == Some(value.as_bytes());
+        if let Some(code) = codes.find(hash, same) {
+            return *code;
+        }
+        let code = ends.len() as i32;
+        bytes.extend_from_slice(value.as_bytes());
+        ends.push(bytes.len());
+        let rehash = |code: &i32| {
+            hasher.hash_one(value_bytes(bytes, ends, *code as usize).unwrap_or_default())
+        };
+        codes.insert_unique(hash, code, rehash);
+        code
     }
 }
 
@@ -50,20 +92,7 @@ impl GrowingDictionary {
     /// The code of each of `strings` (distinct values of one batch), adding new ones.
     pub fn codes_of(&self, strings: &[&str]) -> Vec<i32> {
         let mut values = self.lock();
-        strings
-            .iter()
-            .map(|s| {
-                if let Some(code) = values.codes.get(*s) {
-                    return *code;
-                }
-                let code = values.count() as i32;
-                values.bytes.extend_from_slice(s.as_bytes());
-                let end = values.bytes.len();
-                values.ends.push(end);
-                values.codes.insert((*s).into(), code);
-                code
-            })
-            .collect()
+        strings.iter().map(|s| values.code_of(s)).collect()
     }
 
     /// A view of every value coded so far.

@@ -12,11 +12,15 @@
 //! views straight to codes, without hashing or locking. Everything else is coded per
 //! batch: distinct values first, then the shared dictionary once per batch.
 
+use std::collections::HashMap;
+
 use aether_gpu::DeviceError;
 use aether_gpu::dictionary::GrowingDictionary;
 use datafusion::arrow::array::{Array, AsArray, StringViewArray};
 use datafusion::arrow::datatypes::DataType;
-use std::collections::HashMap;
+
+/// A batch's distinct values: hashed fast, since every value of the batch is hashed.
+type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 
 /// Codes of a column's short `Utf8View` values, by view: a handful of entries,
 /// searched most recent hit first.
@@ -84,7 +88,7 @@ fn write_view_codes(
     if missed.is_empty() {
         return Ok(());
     }
-    let mut local: HashMap<&str, usize> = HashMap::new();
+    let mut local: FastMap<&str, usize> = FastMap::default();
     let mut distinct: Vec<&str> = Vec::new();
     let local_codes: Vec<usize> = missed
         .iter()
@@ -113,7 +117,7 @@ fn write_batch_codes<'a>(
     values: impl Iterator<Item = Option<&'a str>>,
     dictionary: &GrowingDictionary,
 ) -> Result<(), DeviceError> {
-    let mut local: HashMap<&str, i32> = HashMap::new();
+    let mut local: FastMap<&str, i32> = FastMap::default();
     let mut distinct: Vec<&str> = Vec::new();
     let local_codes: Vec<i32> = values
         .map(|s| match s {
