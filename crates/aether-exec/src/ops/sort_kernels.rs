@@ -2,7 +2,7 @@
 //! they compute: the order of a batch's rows by its sort keys, as u32 row numbers.
 //!
 //! Each key is encoded into order-preserving 64-bit words (a nullable key gets a NULL
-//! word in front), then a stable least-significant-digit radix sort orders a row
+//! word in front; a 128-bit decimal takes two, high half first), then a stable least-significant-digit radix sort orders a row
 //! permutation by those words, last key first, 8 bits a pass. Bits equal in every row
 //! take no pass: the encoder folds each word's OR and AND, which the host reads once.
 
@@ -37,6 +37,19 @@ enum KeyKind {
     Float64 = 2,
     Boolean = 3,
     Ranked = 4,
+    WideHigh = 5,
+    WideLow = 6,
+}
+
+/// Which words of its key one encoder pass writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum KeyPart {
+    /// The key's one value word, and its NULL word when nullable.
+    Whole,
+    /// A 16-byte key's high half and its NULL word...
+    High,
+    /// ...then its low half.
+    Low,
 }
 
 /// One sort key: a column of the batch and its direction.
@@ -63,7 +76,8 @@ pub fn sort_key_type(data_type: &DataType) -> Option<String> {
             | DataType::Utf8
             | DataType::LargeUtf8
             | DataType::Utf8View
-    ) || matches!(data_type, DataType::Decimal128(precision, _) if *precision <= 18);
+            | DataType::Decimal128(_, _)
+    );
     (!sortable).then(|| format!("has type {data_type}, which GPU sorts do not order yet"))
 }
 
@@ -124,19 +138,35 @@ impl SortKernels {
         if rows <= 1 {
             return Ok(None);
         }
-        // Every key's folds in one buffer, read back with one copy.
-        let initial: Vec<u8> = keys
+        // Encoder passes: one per key, two for a 128-bit key.
+        let parts: Vec<(&SortKey, KeyPart)> = keys
+            .iter()
+            .flat_map(|key| {
+                let wide = batch.columns.get(key.column).is_some_and(|c| {
+                    matches!(c.form, DeviceForm::Fixed { width: 16 })
+                        && matches!(c.data_type, DataType::Decimal128(_, _))
+                });
+                let parts: &[KeyPart] = if wide {
+                    &[KeyPart::High, KeyPart::Low]
+                } else {
+                    &[KeyPart::Whole]
+                };
+                parts.iter().map(move |part| (key, *part))
+            })
+            .collect();
+        // Every pass's folds in one buffer, read back with one copy.
+        let initial: Vec<u8> = parts
             .iter()
             .flat_map(|_| [0u64, !0, 0, !0])
             .flat_map(|word| word.to_le_bytes())
             .collect();
         let folds = DeviceBuffer::upload(device, OWNER, &initial)?;
-        let encoded = keys
+        let encoded = parts
             .iter()
             .enumerate()
-            .map(|(i, key)| {
+            .map(|(i, (key, part))| {
                 let at = folds.address(device) + (i * FOLD_WORDS * 8) as u64;
-                self.encode(device, batch, key, at)
+                self.encode(device, batch, key, *part, at)
             })
             .collect::<Result<Vec<_>, _>>()?;
         let folds = folds.download(device)?;
@@ -220,6 +250,7 @@ impl SortKernels {
         device: &Arc<GpuDevice>,
         batch: &DeviceBatch,
         key: &SortKey,
+        part: KeyPart,
         folds: u64,
     ) -> Result<EncodedKey, DeviceError> {
         let rows = batch.num_rows;
@@ -227,6 +258,10 @@ impl SortKernels {
             DeviceError::Internal(format!("a sort key column {} is missing", key.column))
         })?;
         let (kind, width) = match (&column.form, &column.data_type) {
+            (DeviceForm::Fixed { width: 16 }, DataType::Decimal128(_, _)) => match part {
+                KeyPart::Low => (KeyKind::WideLow, 16),
+                _ => (KeyKind::WideHigh, 16),
+            },
             (DeviceForm::Fixed { width: 4 }, DataType::Float32) => (KeyKind::Float32, 4),
             (DeviceForm::Fixed { width: 8 }, DataType::Float64) => (KeyKind::Float64, 8),
             (DeviceForm::Fixed { width }, data_type)
@@ -252,9 +287,10 @@ impl SortKernels {
             _ => None,
         };
         let values = DeviceBuffer::alloc(device, OWNER, rows * 8)?;
+        // A 128-bit key's NULLs go in front of its high half only.
         let nulls = match column.validity {
-            Some(_) => Some(DeviceBuffer::alloc(device, OWNER, rows * 8)?),
-            None => None,
+            Some(_) if part != KeyPart::Low => Some(DeviceBuffer::alloc(device, OWNER, rows * 8)?),
+            _ => None,
         };
         let args = [
             KernelArg::I64(rows as i64),
@@ -278,8 +314,9 @@ impl SortKernels {
         // nulls_first, u64* value_word, u64* null_word, u64* or_and)`: `values` is the
         // live column of `rows` values of `width` bytes (bits for booleans, u32 codes
         // for ranked keys, every code below the dictionary's length, which `ranks`
-        // holds an entry for), `valid` its bitmap or 0; `value_word` and `null_word`
-        // (or 0 for a key without a bitmap) hold `rows` words, `or_and` (this key's
+        // holds an entry for; 16 bytes a row for either half of a wide key), `valid`
+        // its bitmap or 0; `value_word` and `null_word` (or 0 for a key without a
+        // bitmap, or a wide key's low half) hold `rows` words, `or_and` (this pass's
         // part of the sort's fold buffer) 4.
         unsafe { launch_kernel(device, &self.encode, grid_for(device, rows, THREADS), &args)? };
         Ok(EncodedKey { nulls, values })

@@ -5,9 +5,9 @@
 //! that only select columns between them), or a `SortExec` over one partition. On one
 //! GPU the sort sees every partition at once, so the merge above it has nothing left
 //! to merge and goes with it; a `LIMIT` pushed into either makes the sort a top-k.
-//! Keys are columns of integers, dates, decimals of precision <= 18, floats (Arrow's
-//! total order), booleans and strings (by their dictionary's sorted values); a key
-//! computed by an expression keeps the group on the CPU.
+//! Keys are columns of integers, dates, decimals (128-bit ones as two words), floats
+//! (Arrow's total order), booleans and strings (by their dictionary's sorted values); a
+//! key computed by an expression keeps the group on the CPU.
 //!
 //! [`GpuSortExec`]: crate::ops::GpuSortExec
 

@@ -1,9 +1,9 @@
 //! GPU sorts and top-k against the CPU engine, on the same data, in order: one and many
 //! keys, ASC and DESC, NULLS FIRST and LAST, integers at their extremes, floats with
-//! NaN, -0.0 and +-inf (Arrow's total order), decimals, dates, booleans, few- and
-//! many-valued strings, a `LIMIT` (top-k), and sorts over a GPU aggregate, a row segment
-//! and a join; 0 to 10^6 rows. `id` ends every key list, so each order is total and the
-//! rows must come back in exactly the CPU's order.
+//! NaN, -0.0 and +-inf (Arrow's total order), decimals (18 and 38 digits), dates,
+//! booleans, few- and many-valued strings, a `LIMIT` (top-k), and sorts over a GPU
+//! aggregate, a row segment and a join; 0 to 10^6 rows. `id` ends every key list, so
+//! each order is total and the rows must come back in exactly the CPU's order.
 //!
 //! A module of the `gpu_queries` test binary; it runs with `cargo test --release --test
 //! gpu_queries -- --include-ignored sorts::`.
@@ -24,6 +24,10 @@ const SORTS: &[&str] = &[
     "select id, c from t order by c nulls first, id",
     "select id, ok, a from t order by ok desc, a, id",
     "select s, id, w from t order by s desc nulls last, id",
+    // 128-bit decimals (up to +-(10^38 - 1)): two words, high half signed.
+    "select id, w from t order by w, id",
+    "select id, w, a from t order by w desc nulls first, a, id",
+    "select s, sum(p) as total from t group by s order by total desc, s",
     // Top-k: a LIMIT pushed into the sort.
     "select id, c, f from t order by c, id limit 100",
     "select id, p from t order by p desc, id limit 10",

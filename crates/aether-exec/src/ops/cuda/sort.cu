@@ -1,7 +1,8 @@
 // Sort kernels (GpuSortExec, ops/gpu_sort.rs). Not generated: one source for every sort.
 //
 // Every sort key becomes one 64-bit word per row whose unsigned order is the key's
-// order (signed integers, dates and narrow decimals with the sign bit flipped; floats
+// order (signed integers, dates and narrow decimals with the sign bit flipped; 128-bit
+// decimals as two words, the high half signed and the low half unsigned; floats
 // in Arrow's total order, NaN above +inf and -0.0 below 0.0; strings as the rank of
 // their dictionary code among the dictionary's sorted values; DESC as the complement),
 // and a nullable key one more word before it holding where its NULLs go. The rows are
@@ -28,6 +29,8 @@ typedef unsigned int u32;
 #define KEY_FLOAT64 2
 #define KEY_BOOLEAN 3 // bit-packed
 #define KEY_RANKED 4  // u32 dictionary codes, ordered through ranks[code]
+#define KEY_WIDE_HIGH 5 // the high (signed) half of 16-byte two's complement values
+#define KEY_WIDE_LOW 6  // their low (unsigned) half
 
 __device__ __forceinline__ bool sort_valid(u64 bits, long long row) {
     return bits == 0ULL || ((((const unsigned char*)bits)[row >> 3] >> (row & 7)) & 1);
@@ -76,6 +79,12 @@ extern "C" __global__ void aether_sort_encode(long long rows, u64 values, u64 va
                     break;
                 case KEY_BOOLEAN:
                     word = (((const unsigned char*)values)[row >> 3] >> (row & 7)) & 1;
+                    break;
+                case KEY_WIDE_HIGH:
+                    word = ((const u64*)values)[2 * row + 1] ^ (1ULL << 63);
+                    break;
+                case KEY_WIDE_LOW:
+                    word = ((const u64*)values)[2 * row];
                     break;
                 default:
                     word = ranks[((const u32*)values)[row]];
