@@ -63,8 +63,8 @@ impl Values {
         std::str::from_utf8(value_bytes(&self.bytes, &self.ends, code)?).ok()
     }
 
-    /// The code of `value`, adding it if new.
-    fn code_of(&mut self, value: &str) -> i32 {
+    /// The code of `value`, adding it if new; an error past `i32::MAX` values.
+    fn code_of(&mut self, value: &str) -> Result<i32, LayoutError> {
         let Values {
             codes,
             hasher,
@@ -75,22 +75,24 @@ impl Values {
         let hash = hasher.hash_one(value.as_bytes());
         let same = |code: &i32| value_bytes(bytes, ends, *code as usize) == Some(value.as_bytes());
         if let Some(code) = codes.find(hash, same) {
-            return *code;
+            return Ok(*code);
         }
-        let code = ends.len() as i32;
+        let code = i32::try_from(ends.len()).map_err(|_| {
+            LayoutError::Invalid("a string column has more than 2^31 distinct values".into())
+        })?;
         bytes.extend_from_slice(value.as_bytes());
         ends.push(bytes.len());
         let rehash = |code: &i32| {
             hasher.hash_one(value_bytes(bytes, ends, *code as usize).unwrap_or_default())
         };
         codes.insert_unique(hash, code, rehash);
-        code
+        Ok(code)
     }
 }
 
 impl GrowingDictionary {
     /// The code of each of `strings` (distinct values of one batch), adding new ones.
-    pub fn codes_of(&self, strings: &[&str]) -> Vec<i32> {
+    pub fn codes_of(&self, strings: &[&str]) -> Result<Vec<i32>, LayoutError> {
         let mut values = self.lock();
         strings.iter().map(|s| values.code_of(s)).collect()
     }
@@ -127,6 +129,14 @@ impl Dictionary {
     /// A fixed dictionary of `values`.
     pub fn fixed(values: StringArray) -> Self {
         Self::Fixed(Arc::new(values))
+    }
+
+    /// How many values were coded when the view was taken (0 for none).
+    pub fn coded_len(&self) -> usize {
+        match self {
+            Self::Fixed(values) => values.len(),
+            Self::Growing { len, .. } => *len,
+        }
     }
 
     /// How many codes it decodes (at least one).
@@ -170,7 +180,8 @@ impl Dictionary {
     }
 
     /// Every value, indexed by code (for work over the whole dictionary, such as the
-    /// ranks a sort compares codes by). Reuses the last array made while no value came.
+    /// ranks a sort compares codes by): the whole dictionary as it is now, which may be
+    /// longer than the view. Reuses the last array made while no value came.
     pub fn values(&self) -> Result<Arc<StringArray>, LayoutError> {
         let (source, len) = match self {
             Self::Fixed(values) if !values.is_empty() => return Ok(Arc::clone(values)),
@@ -191,7 +202,7 @@ impl Dictionary {
         let offsets: ScalarBuffer<i32> = std::iter::once(0)
             .chain(values.ends.iter().map(|&end| end as i32))
             .collect();
-        // SAFETY: the offsets start at 0 and only grow, the last is `bytes.len()`,
+        // SAFETY: the offsets start at 0 and never decrease, the last is `bytes.len()`,
         // which fits i32 (checked above), and every value between two offsets was
         // appended from a `&str`, so it is whole UTF-8.
         let whole = unsafe {
@@ -241,11 +252,15 @@ mod tests {
     #[test]
     fn views_decode_the_codes_that_existed_when_taken() {
         let dictionary = Arc::new(GrowingDictionary::default());
-        assert_eq!(dictionary.codes_of(&["x", "yy"]), vec![0, 1]);
+        assert_eq!(dictionary.codes_of(&["x", "yy"]).unwrap(), vec![0, 1]);
         let early = dictionary.view();
-        assert_eq!(dictionary.codes_of(&["yy", "", "é€"]), vec![1, 2, 3]);
+        assert_eq!(
+            dictionary.codes_of(&["yy", "", "é€"]).unwrap(),
+            vec![1, 2, 3]
+        );
         let late = dictionary.view();
         assert_eq!(early.len(), 2);
+        assert_eq!(early.coded_len(), 2);
         assert_eq!(late.len(), 4);
         let codes = Int32Array::from(vec![Some(1), None, Some(0)]);
         let strings = early.decode(&codes).unwrap();
@@ -271,6 +286,7 @@ mod tests {
     fn an_empty_dictionary_decodes_code_zero() {
         let empty = Arc::new(GrowingDictionary::default()).view();
         assert_eq!(empty.len(), 1);
+        assert_eq!(empty.coded_len(), 0);
         assert_eq!(
             empty.decode(&Int32Array::from(vec![0])).unwrap().value(0),
             ""

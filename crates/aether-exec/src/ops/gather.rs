@@ -4,7 +4,7 @@
 //!
 //! Values keep their device form; string columns stay dictionary codes, which keep
 //! meaning what they meant because every batch of one upload shares its stream's
-//! dictionary (the longest snapshot decodes every code).
+//! dictionary (the longest view of it decodes every code).
 
 use std::sync::Arc;
 
@@ -189,7 +189,7 @@ pub fn concatenate(
 }
 
 /// The form of column `index` across `batches`: for dictionary codes, the longest
-/// dictionary (the stream's latest snapshot, which decodes every earlier code).
+/// dictionary (the stream's latest view, which decodes every earlier code).
 pub fn widest_form(batches: &[Arc<DeviceBatch>], index: usize) -> Option<DeviceForm> {
     let forms = batches
         .iter()

@@ -523,7 +523,7 @@ impl ColumnBuilder {
         Ok(())
     }
 
-    /// The form the column uploads as (a dictionary snapshot for codes).
+    /// The form the column uploads as (a view of the stream's dictionary for codes).
     fn device_form(&self) -> Result<DeviceForm, DeviceError> {
         Ok(match &self.dictionary {
             Some(dictionary) => DeviceForm::DictionaryCodes {

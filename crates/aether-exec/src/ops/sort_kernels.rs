@@ -91,13 +91,14 @@ pub struct SortKernels {
     scan_add: CudaFunction,
 }
 
-/// A key's words on the device: its NULL word (nullable keys) and its value word.
+/// One encoder pass's words on the device: its NULL word (nullable keys) and its
+/// value word.
 struct EncodedKey {
     nulls: Option<DeviceBuffer>,
     values: DeviceBuffer,
 }
 
-/// Words a key's folds take: OR and AND over all rows, of values then of NULLs.
+/// Words a pass's folds take: OR and AND over all rows, of values then of NULLs.
 const FOLD_WORDS: usize = 4;
 
 impl SortKernels {
@@ -259,8 +260,13 @@ impl SortKernels {
         })?;
         let (kind, width) = match (&column.form, &column.data_type) {
             (DeviceForm::Fixed { width: 16 }, DataType::Decimal128(_, _)) => match part {
+                KeyPart::High => (KeyKind::WideHigh, 16),
                 KeyPart::Low => (KeyKind::WideLow, 16),
-                _ => (KeyKind::WideHigh, 16),
+                KeyPart::Whole => {
+                    return Err(DeviceError::Internal(
+                        "a 128-bit sort key encoded as one word".into(),
+                    ));
+                }
             },
             (DeviceForm::Fixed { width: 4 }, DataType::Float32) => (KeyKind::Float32, 4),
             (DeviceForm::Fixed { width: 8 }, DataType::Float64) => (KeyKind::Float64, 8),

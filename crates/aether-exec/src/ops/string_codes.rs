@@ -100,7 +100,7 @@ fn write_view_codes(
             })
         })
         .collect();
-    let global = dictionary.codes_of(&distinct);
+    let global = dictionary.codes_of(&distinct)?;
     for (&i, local_code) in missed.iter().zip(local_codes) {
         let code = global[local_code];
         out[i] = code;
@@ -128,7 +128,7 @@ fn write_batch_codes<'a>(
             }),
         })
         .collect();
-    let global = dictionary.codes_of(&distinct);
+    let global = dictionary.codes_of(&distinct)?;
     for (slot, code) in out.iter_mut().zip(local_codes) {
         *slot = if code < 0 { 0 } else { global[code as usize] };
     }

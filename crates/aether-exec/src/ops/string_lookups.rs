@@ -19,12 +19,19 @@ use crate::codegen::expr::DictionaryLookup;
 pub struct LookupTables {
     lookups: Vec<DictionaryLookup>,
     tables: Vec<Vec<u8>>,
+    /// How many coded values each table holds a result for.
+    evaluated: Vec<usize>,
 }
 
 impl LookupTables {
     pub fn new(lookups: Vec<DictionaryLookup>) -> Self {
         let tables = vec![Vec::new(); lookups.len()];
-        Self { lookups, tables }
+        let evaluated = vec![0; lookups.len()];
+        Self {
+            lookups,
+            tables,
+            evaluated,
+        }
     }
 
     /// Every predicate's table for `batch`'s dictionaries, uploaded for `owner`, in
@@ -58,10 +65,19 @@ impl LookupTables {
             let null: StringArray = vec![None::<&str>].into();
             table.extend(evaluate_lookup(lookup, &null)?);
         }
-        let known = table.len() - 1;
-        if dictionary.len() > known {
-            let fresh = dictionary.slice(known, dictionary.len() - known)?;
+        let known = self.evaluated[k];
+        let coded = dictionary.coded_len();
+        if coded > known {
+            // Drops the stand-in for code 0 written while no value was coded.
+            table.truncate(1 + known);
+            let fresh = dictionary.slice(known, coded - known)?;
             table.extend(evaluate_lookup(lookup, &fresh)?);
+            self.evaluated[k] = coded;
+        }
+        if table.len() < 2 {
+            // No value coded yet: every row carrying code 0 is NULL, so code 0 stands in
+            // with the NULL result until a first value replaces it.
+            table.push(table[0]);
         }
         Ok(table)
     }

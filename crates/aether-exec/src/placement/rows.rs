@@ -3,8 +3,9 @@
 //! [`crate::codegen::rows`]).
 //!
 //! The chain is the longest run of `FilterExec` / `ProjectionExec` from the node
-//! placement reached; what it reads is uploaded, its rows come back through
-//! `DeviceToHostExec`. A segment returns one partition, so where the chain returned
+//! placement reached, with any exchange between two of them (when the whole chain
+//! cannot move, it is cut at its first exchange and the part below is placed on its
+//! own); what it reads is uploaded, its rows come back through `DeviceToHostExec`. A segment returns one partition, so where the chain returned
 //! several, the partitioning is restored above it (a hash partitioning as it was, or
 //! round-robin to as many partitions): operators above keep their parallelism and
 //! any partition-wise contract.
@@ -29,7 +30,7 @@ use crate::reason::{PlacementReason, ReasonCode};
 
 /// A chain of filters and projections down to what it reads.
 pub(super) struct RowChain {
-    /// The chain's nodes, top first.
+    /// The chain's nodes, top first: filters, projections and exchanges between them.
     pub nodes: Vec<Arc<dyn ExecutionPlan>>,
     pub source: Arc<dyn ExecutionPlan>,
 }
@@ -170,4 +171,59 @@ fn reads_unknown_column(expr: &Arc<dyn PhysicalExpr>) -> bool {
     let any: &dyn PhysicalExpr = expr.as_ref();
     any.downcast_ref::<UnKnownColumn>().is_some()
         || expr.children().into_iter().any(reads_unknown_column)
+}
+
+#[cfg(test)]
+mod tests {
+    use datafusion::arrow::datatypes::{DataType, Field, Schema};
+    use datafusion::logical_expr::Operator;
+    use datafusion::physical_expr::expressions::{BinaryExpr, Literal};
+    use datafusion::physical_plan::empty::EmptyExec;
+    use datafusion::physical_plan::repartition::RepartitionExec;
+    use datafusion::scalar::ScalarValue;
+
+    use super::*;
+
+    /// `a > 0` over `input`.
+    fn filter(input: Arc<dyn ExecutionPlan>) -> Arc<dyn ExecutionPlan> {
+        let predicate = Arc::new(BinaryExpr::new(
+            Arc::new(Column::new("a", 0)),
+            Operator::Gt,
+            Arc::new(Literal::new(ScalarValue::Int32(Some(0)))),
+        ));
+        Arc::new(FilterExec::try_new(predicate, input).unwrap())
+    }
+
+    /// `a + 1` over `input`.
+    fn projection(input: Arc<dyn ExecutionPlan>) -> Arc<dyn ExecutionPlan> {
+        let plus: Arc<dyn PhysicalExpr> = Arc::new(BinaryExpr::new(
+            Arc::new(Column::new("a", 0)),
+            Operator::Plus,
+            Arc::new(Literal::new(ScalarValue::Int32(Some(1)))),
+        ));
+        Arc::new(ProjectionExec::try_new(vec![(plus, "a".to_string())], input).unwrap())
+    }
+
+    fn exchange(input: Arc<dyn ExecutionPlan>) -> Arc<dyn ExecutionPlan> {
+        let hash = vec![Arc::new(Column::new("a", 0)) as Arc<dyn PhysicalExpr>];
+        Arc::new(RepartitionExec::try_new(input, Partitioning::Hash(hash, 4)).unwrap())
+    }
+
+    #[test]
+    fn a_chain_takes_exchanges_between_its_stages_only() {
+        let schema = Arc::new(Schema::new(vec![Field::new("a", DataType::Int32, true)]));
+        let table: Arc<dyn ExecutionPlan> = Arc::new(EmptyExec::new(schema));
+        // projection -> exchange -> filter -> exchange -> table
+        let plan = projection(exchange(filter(exchange(Arc::clone(&table)))));
+        let chain = row_chain(&plan).unwrap();
+        let names: Vec<&str> = chain.nodes.iter().map(|n| n.name()).collect();
+        assert_eq!(names, ["ProjectionExec", "RepartitionExec", "FilterExec"]);
+        assert_eq!(chain.source.name(), "RepartitionExec");
+        assert_eq!(stages_of(&chain.nodes).len(), 2);
+        assert!(!selects_only(&chain.nodes));
+        // An exchange with no stage below it ends the chain.
+        let chain = row_chain(&projection(exchange(table))).unwrap();
+        assert_eq!(chain.nodes.len(), 1);
+        assert_eq!(chain.source.name(), "RepartitionExec");
+    }
 }

@@ -23,7 +23,7 @@ typedef unsigned int u32;
 #define SCAN_ITEMS 8
 #define SCAN_BLOCK (SORT_THREADS * SCAN_ITEMS)
 
-// Key kinds (`SortKeyKind` in ops/sort_kernels.rs).
+// Key kinds (`KeyKind` in ops/sort_kernels.rs).
 #define KEY_SIGNED 0  // 1, 2, 4 or 8-byte signed integers (dates, narrow decimals)
 #define KEY_FLOAT32 1
 #define KEY_FLOAT64 2
