@@ -511,8 +511,23 @@ impl HostToDeviceExec {
         }
         drop(sender);
         Ok(
-            futures::stream::unfold((receiver, tasks), |(mut receiver, tasks)| async move {
-                receiver.recv().await.map(|item| (item, (receiver, tasks)))
+            futures::stream::unfold(Some((receiver, tasks)), |state| async move {
+                let (mut receiver, mut tasks) = state?;
+                if let Some(item) = receiver.recv().await {
+                    return Some((item, Some((receiver, tasks))));
+                }
+                // Every sender is gone. A task that panicked dropped its sender without
+                // sending an error, so the stream would end short: say so instead.
+                while let Some(joined) = tasks.join_next().await {
+                    if let Err(e) = joined
+                        && e.is_panic()
+                    {
+                        let error =
+                            DataFusionError::Execution(format!("a GPU upload task failed: {e}"));
+                        return Some((Err(error), None));
+                    }
+                }
+                None
             })
             .boxed(),
         )
