@@ -141,10 +141,7 @@ impl Dictionary {
 
     /// How many codes it decodes (at least one).
     pub fn len(&self) -> usize {
-        match self {
-            Self::Fixed(values) => values.len().max(1),
-            Self::Growing { len, .. } => (*len).max(1),
-        }
+        self.coded_len().max(1)
     }
 
     /// Always false: code 0 decodes even without values.
