@@ -2,9 +2,10 @@
 //! they compute: the order of a batch's rows by its sort keys, as u32 row numbers.
 //!
 //! Each key is encoded into order-preserving 64-bit words (a nullable key gets a NULL
-//! word in front; a 128-bit decimal takes two, high half first), then a stable least-significant-digit radix sort orders a row
-//! permutation by those words, last key first, 8 bits a pass. Bits equal in every row
-//! take no pass: the encoder folds each word's OR and AND, which the host reads once.
+//! word in front; a 128-bit decimal takes two, high half first), then a stable
+//! least-significant-digit radix sort orders a row permutation by those words, last
+//! key first, 8 bits a pass. Bits equal in every row take no pass: the encoder folds
+//! each word's OR and AND, which the host reads once.
 
 use std::sync::Arc;
 

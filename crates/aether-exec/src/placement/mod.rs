@@ -530,21 +530,16 @@ impl Placer<'_> {
         let top = Arc::clone(&chain.nodes[0]);
         let kernels = match self.decide_rows(&chain) {
             Ok(kernels) => kernels,
-            Err(_) if chain.nodes.iter().any(scans::is_exchange) => {
+            Err((mark, reasons)) => {
                 // Cut at the first exchange: the part above is placed on its own, and
                 // what is below the exchange is visited as any input is.
-                let cut = chain
-                    .nodes
-                    .iter()
-                    .position(scans::is_exchange)
-                    .unwrap_or(chain.nodes.len());
-                let upper = RowChain {
-                    source: Arc::clone(&chain.nodes[cut]),
-                    nodes: chain.nodes[..cut].to_vec(),
-                };
-                return self.visit_row_chain(upper, depth, takes_device);
-            }
-            Err((mark, reasons)) => {
+                if let Some(cut) = chain.nodes.iter().position(scans::is_exchange) {
+                    let upper = RowChain {
+                        source: Arc::clone(&chain.nodes[cut]),
+                        nodes: chain.nodes[..cut].to_vec(),
+                    };
+                    return self.visit_row_chain(upper, depth, takes_device);
+                }
                 for (i, node) in chain.nodes.iter().enumerate() {
                     let why = if i == 0 {
                         reasons.clone()

@@ -5,10 +5,11 @@
 //! The chain is the longest run of `FilterExec` / `ProjectionExec` from the node
 //! placement reached, with any exchange between two of them (when the whole chain
 //! cannot move, it is cut at its first exchange and the part below is placed on its
-//! own); what it reads is uploaded, its rows come back through `DeviceToHostExec`. A segment returns one partition, so where the chain returned
-//! several, the partitioning is restored above it (a hash partitioning as it was, or
-//! round-robin to as many partitions): operators above keep their parallelism and
-//! any partition-wise contract.
+//! own); what it reads is uploaded, its rows come back through `DeviceToHostExec`. A
+//! segment returns one partition, so where the chain returned several, the
+//! partitioning is restored above it (a hash partitioning as it was, or round-robin to
+//! as many partitions): operators above keep their parallelism and any
+//! partition-wise contract.
 //!
 //! With `auto`, a row segment moves only when its input is resident on the GPU and
 //! the cost model predicts a gain: from host memory its input crosses PCIe one way and
