@@ -47,7 +47,7 @@ use datafusion::arrow::datatypes::{DataType, FieldRef, SchemaRef};
 use datafusion::physical_expr::PhysicalExpr;
 
 use super::expr::{
-    DATE_PRELUDE, DictionaryLookup, ExprCompiler, I128_TO_F64, MAX_COLUMN_SLOTS, column_params,
+    DATE_PRELUDE, ExprCompiler, HostTable, MAX_COLUMN_SLOTS, NUMERIC_CAST_PRELUDE, column_params,
 };
 use super::kernel::PRELUDE;
 use super::key_words::{key_layout, key_value_expr, key_word_statements};
@@ -154,7 +154,7 @@ pub struct AggregateKernels {
     pub acc_bytes: usize,
     pub outputs: Vec<OutputSource>,
     /// String predicates looked up by code; their tables follow the input columns.
-    pub lookups: Vec<DictionaryLookup>,
+    pub lookups: Vec<HostTable>,
     /// Whether the fold kernel takes a fault word after the lookup tables
     /// ([`ExprCompiler::faults`]).
     pub faults: bool,
@@ -869,7 +869,7 @@ pub fn aggregate_kernels_with_bytes(
     };
     let strings = compiler.string_prelude();
     let source = format!(
-        r#"{PRELUDE}{DATE_PRELUDE}{I128_TO_F64}{strings}
+        r#"{PRELUDE}{DATE_PRELUDE}{NUMERIC_CAST_PRELUDE}{strings}
 #define AGG_KEY_WORDS {key_words}
 #define AGG_KEY_WORDS_ALLOC {key_alloc}
 #define AGG_ACC_BYTES {acc_bytes}

@@ -19,6 +19,7 @@ use datafusion::physical_expr::expressions::{
     BinaryExpr, CaseExpr, CastExpr, Column, InListExpr, IsNotNullExpr, IsNullExpr, Literal,
     NegativeExpr, NotExpr,
 };
+use datafusion::physical_expr::scalar_subquery::ScalarSubqueryExpr;
 use datafusion::physical_expr::utils::collect_columns;
 use datafusion::physical_expr::{PhysicalExpr, ScalarFunctionExpr};
 use datafusion::scalar::ScalarValue;
@@ -30,9 +31,11 @@ mod checked_decimal;
 mod deferred;
 mod numeric_cast;
 mod quotient;
+mod scalar_parameter;
 mod string_bytes;
 mod temporal;
-pub(crate) use numeric_cast::I128_TO_F64;
+pub(crate) use numeric_cast::NUMERIC_CAST_PRELUDE;
+pub use scalar_parameter::{SCALAR_PARAMETER_BYTES, SCALAR_VALIDITY_OFFSET, ScalarParameter};
 pub(crate) use string_bytes::STRINGS_PRELUDE;
 pub(crate) use temporal::DATE_PRELUDE;
 
@@ -77,6 +80,17 @@ pub struct DictionaryLookup {
     pub data_type: DataType,
 }
 
+/// A small device buffer the host computes for each batch and a kernel reads through
+/// one of its column pointers (after the bytes columns' offsets, in the order of
+/// [`ExprCompiler::lookups`]).
+#[derive(Debug, Clone)]
+pub enum HostTable {
+    /// A string predicate's result per dictionary entry.
+    Dictionary(DictionaryLookup),
+    /// A value every row reads (a scalar subquery's result).
+    Scalar(ScalarParameter),
+}
+
 /// Accumulates the statements of one kernel body.
 ///
 /// A fused pipeline compiles its stages in order into one body: after a stage, the
@@ -95,7 +109,7 @@ pub struct ExprCompiler {
     body: String,
     next: usize,
     reasons: Vec<PlacementReason>,
-    lookups: Vec<DictionaryLookup>,
+    lookups: Vec<HostTable>,
     /// Input string columns uploaded as offsets and bytes (ascending), read only by
     /// the predicates of the `string_bytes` module.
     string_bytes: Vec<usize>,
@@ -198,11 +212,19 @@ impl ExprCompiler {
         compiler
     }
 
-    /// The string predicates the kernel looks up; their tables follow the input
-    /// columns (and the offsets of bytes columns) in the kernel's column pointers, in
-    /// this order.
-    pub fn lookups(&self) -> &[DictionaryLookup] {
+    /// The tables the host computes for the kernel (string predicates' results,
+    /// scalar parameters); they follow the input columns (and the offsets of bytes
+    /// columns) in the kernel's column pointers, in this order.
+    pub fn lookups(&self) -> &[HostTable] {
         &self.lookups
+    }
+
+    /// Appends a host table and returns the column word (pointer index) it is read
+    /// through.
+    fn push_host_table(&mut self, table: HostTable) -> usize {
+        let slot = self.pointer_pairs();
+        self.lookups.push(table);
+        slot * 2
     }
 
     /// How many column pointers the kernel reads: two per input column (values, then
@@ -424,6 +446,12 @@ impl ExprCompiler {
         if let Some(function) = any.downcast_ref::<ScalarFunctionExpr>() {
             return self.scalar_function(expr, function);
         }
+        if any.downcast_ref::<ScalarSubqueryExpr>().is_some() {
+            return match expr.data_type(&self.schema) {
+                Ok(data_type) => self.scalar_parameter(expr, data_type),
+                Err(e) => self.refuse(unsupported(format!("cannot type {expr}: {e}"))),
+            };
+        }
         self.refuse(unsupported(format!(
             "expression {expr} is not generated for the GPU yet"
         )))
@@ -512,16 +540,15 @@ impl ExprCompiler {
             .ok()?
             .data;
         let code = self.load_input(input)?;
-        let slot = self.pointer_pairs();
-        self.lookups.push(DictionaryLookup {
+        let word = self.push_host_table(HostTable::Dictionary(DictionaryLookup {
             input,
             predicate,
             name,
             data_type: field.data_type().clone(),
-        });
+        }));
         let entry = format!(
             "((const unsigned char*){})[{} ? (long long){} + 1 : 0]",
-            column_word(slot * 2),
+            column_word(word),
             code.valid,
             code.value
         );
@@ -845,26 +872,19 @@ impl ExprCompiler {
                     None => refuse_cast(self),
                 };
             }
-            (from, to) if from.decimal_scale().is_some() && to.decimal_scale().is_some() => {
-                let (Some(fs), Some(ts)) = (from.decimal_scale(), to.decimal_scale()) else {
-                    return refuse_cast(self);
+            (from, to) if from.is_float() && to.decimal_scale().is_some() => {
+                return match self.float_to_decimal(&arg, to) {
+                    Some(value) => Some(value),
+                    None => refuse_cast(self),
                 };
-                let (fp, tp) = match (from, to) {
-                    (
-                        CudaType::Dec64 { precision: fp, .. }
-                        | CudaType::Dec128 { precision: fp, .. },
-                        CudaType::Dec64 { precision: tp, .. }
-                        | CudaType::Dec128 { precision: tp, .. },
-                    ) => (i16::from(fp), i16::from(tp)),
-                    _ => return refuse_cast(self),
+            }
+            (CudaType::Dec64 { precision, scale } | CudaType::Dec128 { precision, scale }, to)
+                if to.decimal_scale().is_some() =>
+            {
+                return match self.decimal_scale_up(&arg, (precision, scale), to) {
+                    Some(value) => Some(value),
+                    None => refuse_cast(self),
                 };
-                let up = i16::from(ts) - i16::from(fs);
-                // Only casts that cannot overflow or round: scale up, integer digits kept.
-                if up < 0 || tp - i16::from(ts) < fp - i16::from(fs) {
-                    return refuse_cast(self);
-                }
-                let factor = 10i128.pow(up as u32);
-                format!("(({c}){v} * ({c}){factor})", c = to.c_name(), v = arg.value)
             }
             _ => return refuse_cast(self),
         };

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use datafusion::arrow::datatypes::{DataType, Schema};
 use datafusion::physical_expr::PhysicalExpr;
 
-use super::expr::{DATE_PRELUDE, ExprCompiler, I128_TO_F64, column_word};
+use super::expr::{DATE_PRELUDE, ExprCompiler, NUMERIC_CAST_PRELUDE, column_word};
 use super::types::CudaType;
 use crate::reason::PlacementReason;
 
@@ -152,7 +152,7 @@ pub fn expr_kernel(
         )
     };
     let source = format!(
-        "{PRELUDE}{DATE_PRELUDE}{I128_TO_F64}
+        "{PRELUDE}{DATE_PRELUDE}{NUMERIC_CAST_PRELUDE}
 // {expr}
 extern \"C\" __global__ void {EVAL_ENTRY}(const u64* __restrict__ columns,
                                           long long rows,
@@ -469,5 +469,47 @@ mod tests {
         let kernel = expr_kernel(&physical("cast(n as decimal(10, 2))", &schema), &schema).unwrap();
         assert_eq!(kernel.data_type, DataType::Decimal128(10, 2));
         assert!(kernel.faults, "{}", kernel.source);
+    }
+
+    #[test]
+    fn floats_and_decimals_cast_to_decimals_checking_only_what_can_overflow() {
+        let schema = lineitem_schema();
+        // Q17's `CAST(0.2 * avg AS Decimal(30, 15))`: NaN, infinities and values past
+        // 30 digits fault.
+        let kernel = expr_kernel(
+            &physical("cast(x * 0.2 as decimal(30, 15))", &schema),
+            &schema,
+        )
+        .unwrap();
+        assert_eq!(kernel.data_type, DataType::Decimal128(30, 15));
+        assert!(kernel.faults, "{}", kernel.source);
+        assert!(
+            kernel.source.contains("aether_f64_to_i128("),
+            "{}",
+            kernel.source
+        );
+        // Decimal(15, 2) to Decimal(25, 12): every value fits, no check.
+        let kernel = expr_kernel(
+            &physical("cast(l_quantity as decimal(25, 12))", &schema),
+            &schema,
+        )
+        .unwrap();
+        assert_eq!(kernel.data_type, DataType::Decimal128(25, 12));
+        assert!(!kernel.faults, "{}", kernel.source);
+        // Fewer integer digits (13 to 12), as Q11's Decimal(36, 2) to Decimal(38, 15):
+        // checked.
+        let kernel = expr_kernel(
+            &physical("cast(l_quantity as decimal(16, 4))", &schema),
+            &schema,
+        )
+        .unwrap();
+        assert!(kernel.faults, "{}", kernel.source);
+        // To a smaller scale (rounding) stays on the CPU.
+        let reasons = expr_kernel(
+            &physical("cast(l_quantity as decimal(15, 1))", &schema),
+            &schema,
+        )
+        .unwrap_err();
+        assert!(reasons[0].message.contains("CAST from"), "{reasons:?}");
     }
 }

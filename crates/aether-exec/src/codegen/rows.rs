@@ -20,7 +20,7 @@ use std::sync::Arc;
 use datafusion::arrow::datatypes::SchemaRef;
 
 use super::expr::{
-    Binding, DATE_PRELUDE, DictionaryLookup, ExprCompiler, I128_TO_F64, MAX_COLUMN_SLOTS,
+    Binding, DATE_PRELUDE, ExprCompiler, HostTable, MAX_COLUMN_SLOTS, NUMERIC_CAST_PRELUDE,
     column_params,
 };
 use super::kernel::PRELUDE;
@@ -56,7 +56,7 @@ pub struct RowKernels {
     /// Column pointers both kernels take after their fixed parameters
     /// ([`ExprCompiler::column_slots`]).
     pub column_slots: usize,
-    pub lookups: Vec<DictionaryLookup>,
+    pub lookups: Vec<HostTable>,
     /// Whether the kernels take a fault word after the lookup tables.
     pub faults: bool,
 }
@@ -199,7 +199,7 @@ pub fn row_kernels(
     }
     let columns = column_params(slots);
     let source = format!(
-        "{PRELUDE}{DATE_PRELUDE}{I128_TO_F64}{strings}{BLOCK_SCAN}
+        "{PRELUDE}{DATE_PRELUDE}{NUMERIC_CAST_PRELUDE}{strings}{BLOCK_SCAN}
 // Keep bytes and each block's kept-row count.
 extern \"C\" __global__ void {ROWS_COUNT_ENTRY}(long long rows, long long chunk,
         unsigned char* __restrict__ keep, unsigned long long* __restrict__ counts{columns}) {{

@@ -24,7 +24,7 @@ use aether_gpu::{DeviceBatch, DeviceBuffer, DeviceColumn, DeviceError, DeviceFor
 use datafusion::arrow::array::StringArray;
 use datafusion::arrow::datatypes::SchemaRef;
 
-use super::string_lookups::LookupTables;
+use super::host_tables::HostTables;
 use crate::codegen::aggregate::{
     AGG_EMIT_ENTRY, AGG_ENTRY, AGG_INIT_ENTRY, AGG_REHASH_ENTRY, AggregateKernels, OutputSource,
 };
@@ -82,7 +82,7 @@ pub struct GroupTable {
     /// For each input column holding string codes, the largest dictionary seen.
     dictionaries: Vec<Option<Dictionary>>,
     /// Each string predicate's table so far.
-    lookup_tables: LookupTables,
+    lookup_tables: HostTables,
     /// The word a fold kernel that can fault sets (see `codegen::expr::quotient`).
     fault_word: Option<DeviceBuffer>,
 }
@@ -109,7 +109,7 @@ impl GroupTable {
         } else {
             None
         };
-        let lookup_tables = LookupTables::new(kernels.lookups.clone());
+        let lookup_tables = HostTables::new(kernels.lookups.clone());
         Ok(Self {
             device,
             kernels,

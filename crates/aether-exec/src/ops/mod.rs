@@ -26,6 +26,7 @@ mod gpu_segment;
 mod gpu_sort;
 mod group_table;
 mod host_layout;
+mod host_tables;
 mod host_to_device;
 mod join_filter;
 mod join_kernels;
@@ -34,7 +35,6 @@ mod resident;
 mod row_compaction;
 mod sort_kernels;
 mod string_codes;
-mod string_lookups;
 
 pub use device_to_host::DeviceToHostExec;
 pub use gpu_hash_join::{GpuHashJoinExec, GpuJoinSpec, JoinSide};

@@ -9,7 +9,7 @@ use aether_gpu::launch::{KernelArg, LaunchConfig, launch_kernel};
 use aether_gpu::{DeviceBatch, DeviceBuffer, DeviceColumn, DeviceError, DeviceForm, GpuDevice};
 
 use super::group_table::column_pointers;
-use super::string_lookups::LookupTables;
+use super::host_tables::HostTables;
 use crate::codegen::CudaType;
 use crate::codegen::rows::{
     ROWS_COUNT_ENTRY, ROWS_THREADS, ROWS_WRITE_ENTRY, RowKernels, RowOutput,
@@ -26,7 +26,7 @@ pub struct RowCompactor {
     kernels: RowKernels,
     count: CudaFunction,
     write: CudaFunction,
-    lookup_tables: LookupTables,
+    lookup_tables: HostTables,
     fault_word: Option<DeviceBuffer>,
 }
 
@@ -83,7 +83,7 @@ impl RowCompactor {
         } else {
             None
         };
-        let lookup_tables = LookupTables::new(kernels.lookups.clone());
+        let lookup_tables = HostTables::new(kernels.lookups.clone());
         Ok(Self {
             device,
             kernels,

@@ -368,6 +368,16 @@ const ROW_QUERIES: &[&str] = &[
     "select id, a / b, a % b, p / q from t where b <> 0 and q <> 0",
     "select id, case when b <> 0 then a / b end from t where a > 0",
     "select id, cast(a as double) / 2, cast(p as double) from t where a is not null",
+    // Casts to decimals: from floats (rounded half away from zero), to a larger scale
+    // with every value fitting, and checked against a smaller precision.
+    "select id, cast(f * 0.2 as decimal(30, 15)), cast(f as decimal(10, 3)), cast(f as decimal(38, 20)) from t where f > -100 and f < 100",
+    "select id, cast(p as decimal(38, 12)), cast(q as decimal(16, 4)), cast(q as decimal(3, 2)) from t where a > 0",
+    // Scalar subqueries, read by every row: decimals, 38 digits, integers, NULL (no
+    // row), in filters and projections.
+    "select id, p from t where p > (select avg(p) from t where a > 0)",
+    "select id, w from t where w > (select avg(w) from t) and a < 0",
+    "select id, a + (select min(a) from t), f from t where b > (select max(b) from t) - 500",
+    "select id, a from t where a > (select max(a) from t where a > 1000000000)",
 ];
 
 #[tokio::test]
@@ -431,6 +441,24 @@ const OVERFLOWING: &[&str] = &[
 #[ignore = "needs a GPU"]
 async fn decimal_overflow_fails_like_the_cpu() {
     fails_alike_on_random_tables(OVERFLOWING, "verflow").await;
+}
+
+/// Casts to decimals that some kept row cannot take: NaN and infinities (Arrow:
+/// "Overflowing on NaN"), and prices of 13 integer digits into 12 (Arrow's precision
+/// check).
+#[tokio::test]
+#[ignore = "needs a GPU"]
+async fn casts_past_a_decimals_range_fail_like_the_cpu() {
+    fails_alike_on_random_tables(
+        &["select id, cast(f as decimal(10, 3)) from t where a > 0"],
+        "verflow",
+    )
+    .await;
+    fails_alike_on_random_tables(
+        &["select id, cast(p as decimal(20, 8)) from t where b > 0"],
+        "too large to store",
+    )
+    .await;
 }
 
 /// Selecting columns computes nothing: the plan stays on the CPU on purpose.

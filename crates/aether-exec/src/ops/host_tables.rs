@@ -1,0 +1,241 @@
+//! The small device buffers the host computes for a kernel's batches
+//! ([`crate::codegen::expr::HostTable`]):
+//! - string predicates' tables ([`crate::codegen::expr::DictionaryLookup`]): one byte
+//!   per dictionary entry, computed by DataFusion on the CPU over each distinct string
+//!   once. A stream's dictionaries only grow, so each batch evaluates only the strings
+//!   its dictionary added since the last one;
+//! - scalar parameters ([`crate::codegen::expr::ScalarParameter`]): a scalar
+//!   subquery's result, read once the subquery has run (before the first batch) and
+//!   laid out as the kernel reads it.
+
+use std::sync::Arc;
+
+use aether_gpu::layout::{LayoutOptions, to_device_layout};
+use aether_gpu::{DeviceBatch, DeviceBuffer, DeviceError, DeviceForm, GpuDevice};
+use datafusion::arrow::array::{Array, AsArray, RecordBatch, StringArray};
+use datafusion::arrow::compute::cast;
+use datafusion::arrow::datatypes::{Field, Schema};
+
+use crate::codegen::expr::{
+    DictionaryLookup, HostTable, SCALAR_PARAMETER_BYTES, SCALAR_VALIDITY_OFFSET, ScalarParameter,
+};
+
+/// Each host table's bytes so far.
+#[derive(Debug)]
+pub struct HostTables {
+    lookups: Vec<HostTable>,
+    /// A string predicate's table: entry 0 for NULL, then one per code; a scalar
+    /// parameter's buffer once read.
+    tables: Vec<Vec<u8>>,
+    /// How many coded values each string predicate's table holds a result for.
+    evaluated: Vec<usize>,
+}
+
+impl HostTables {
+    pub fn new(lookups: Vec<HostTable>) -> Self {
+        let tables = vec![Vec::new(); lookups.len()];
+        let evaluated = vec![0; lookups.len()];
+        Self {
+            lookups,
+            tables,
+            evaluated,
+        }
+    }
+
+    /// Every table for `batch`, uploaded for `owner`, in the order the kernel takes
+    /// them.
+    pub fn upload(
+        &mut self,
+        device: &GpuDevice,
+        owner: &str,
+        batch: &DeviceBatch,
+    ) -> Result<Vec<DeviceBuffer>, DeviceError> {
+        (0..self.lookups.len())
+            .map(|k| {
+                let table = self.table(k, batch)?;
+                DeviceBuffer::upload(device, owner, table)
+            })
+            .collect()
+    }
+
+    fn table(&mut self, k: usize, batch: &DeviceBatch) -> Result<&[u8], DeviceError> {
+        let lookup = match &self.lookups[k] {
+            HostTable::Dictionary(lookup) => lookup,
+            HostTable::Scalar(parameter) => {
+                if self.tables[k].is_empty() {
+                    self.tables[k] = scalar_parameter_bytes(parameter)?;
+                }
+                return Ok(&self.tables[k]);
+            }
+        };
+        let Some(DeviceForm::DictionaryCodes { dictionary }) =
+            batch.columns.get(lookup.input).map(|c| &c.form)
+        else {
+            return Err(DeviceError::Internal(format!(
+                "string predicate on column {} without dictionary codes",
+                lookup.input
+            )));
+        };
+        let table = &mut self.tables[k];
+        if table.is_empty() {
+            let null: StringArray = vec![None::<&str>].into();
+            table.extend(evaluate_lookup(lookup, &null)?);
+        }
+        let known = self.evaluated[k];
+        let coded = dictionary.coded_len();
+        if coded > known {
+            // Drops the stand-in for code 0 written while no value was coded.
+            table.truncate(1 + known);
+            let fresh = dictionary.slice(known, coded - known)?;
+            table.extend(evaluate_lookup(lookup, &fresh)?);
+            self.evaluated[k] = coded;
+        }
+        if table.len() < 2 {
+            // No value coded yet: every row carrying code 0 is NULL, so code 0 stands in
+            // with the NULL result until a first value replaces it.
+            table.push(table[0]);
+        }
+        Ok(table)
+    }
+}
+
+/// A scalar parameter's value in its device form at byte 0 (a boolean as one byte),
+/// its validity at [`SCALAR_VALIDITY_OFFSET`].
+fn scalar_parameter_bytes(parameter: &ScalarParameter) -> Result<Vec<u8>, DeviceError> {
+    let failed = |e: &dyn std::fmt::Display| {
+        DeviceError::Internal(format!("reading {} for the GPU: {e}", parameter.expr))
+    };
+    let empty = RecordBatch::new_empty(Arc::new(Schema::empty()));
+    let value = parameter
+        .expr
+        .evaluate(&empty)
+        .and_then(|value| value.into_array(1))
+        .map_err(|e| failed(&e))?;
+    let value = cast(&value, &parameter.data_type).map_err(|e| failed(&e))?;
+    let mut bytes = vec![0u8; SCALAR_PARAMETER_BYTES];
+    if value.len() != 1 || value.is_null(0) {
+        return Ok(bytes);
+    }
+    bytes[SCALAR_VALIDITY_OFFSET] = 1;
+    if let Some(flags) = value.as_boolean_opt() {
+        bytes[0] = u8::from(flags.value(0));
+        return Ok(bytes);
+    }
+    let column =
+        to_device_layout(value.as_ref(), &LayoutOptions::default()).map_err(|e| failed(&e))?;
+    let width = column.values.len();
+    if width > SCALAR_VALIDITY_OFFSET {
+        return Err(failed(&format!("a value of {width} bytes")));
+    }
+    bytes[..width].copy_from_slice(column.values.as_slice());
+    Ok(bytes)
+}
+
+/// The predicate's result for each of `strings`: 0 false, 1 true, 2 NULL, computed by
+/// DataFusion on the CPU exactly as the CPU engine would.
+fn evaluate_lookup(
+    lookup: &DictionaryLookup,
+    strings: &StringArray,
+) -> Result<Vec<u8>, DeviceError> {
+    let failed = |e: &dyn std::fmt::Display| {
+        DeviceError::Internal(format!(
+            "evaluating a string predicate on its dictionary: {e}"
+        ))
+    };
+    let array = cast(strings, &lookup.data_type).map_err(|e| failed(&e))?;
+    let schema = Arc::new(Schema::new(vec![Field::new(
+        &lookup.name,
+        lookup.data_type.clone(),
+        true,
+    )]));
+    let batch = RecordBatch::try_new(schema, vec![array]).map_err(|e| failed(&e))?;
+    // Every string of the dictionary is evaluated, also strings only rows an earlier
+    // filter drops hold: an error here is a row fault, so the CPU reruns the work and
+    // answers (or fails) as DataFusion does.
+    let result = lookup
+        .predicate
+        .evaluate(&batch)
+        .and_then(|value| value.into_array(batch.num_rows()))
+        .map_err(|e| {
+            DeviceError::RowFault(format!(
+                "a string predicate failed on a dictionary value: {e}"
+            ))
+        })?;
+    let Some(result) = result.as_boolean_opt() else {
+        return Err(failed(&"the predicate is not boolean"));
+    };
+    Ok((0..result.len())
+        .map(|i| match (result.is_null(i), result.value(i)) {
+            (true, _) => 2,
+            (false, true) => 1,
+            (false, false) => 0,
+        })
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use datafusion::arrow::datatypes::DataType;
+    use datafusion::logical_expr::physical_planning_context::{
+        ScalarSubqueryResults, SubqueryIndex,
+    };
+    use datafusion::physical_expr::scalar_subquery::ScalarSubqueryExpr;
+    use datafusion::scalar::ScalarValue;
+
+    use super::*;
+
+    fn parameter(data_type: DataType, value: ScalarValue) -> ScalarParameter {
+        let results = ScalarSubqueryResults::new(1);
+        results.set(SubqueryIndex::new(0), value).unwrap();
+        ScalarParameter {
+            expr: Arc::new(ScalarSubqueryExpr::new(
+                data_type.clone(),
+                true,
+                SubqueryIndex::new(0),
+                results,
+            )),
+            data_type,
+        }
+    }
+
+    #[test]
+    fn scalar_parameters_take_the_kernels_layout() {
+        // A decimal of precision <= 18 as the device's i64.
+        let price = parameter(
+            DataType::Decimal128(15, 2),
+            ScalarValue::Decimal128(Some(-12_345), 15, 2),
+        );
+        let bytes = scalar_parameter_bytes(&price).unwrap();
+        assert_eq!(bytes.len(), SCALAR_PARAMETER_BYTES);
+        assert_eq!(bytes[..8], (-12_345i64).to_le_bytes());
+        assert_eq!(bytes[SCALAR_VALIDITY_OFFSET], 1);
+        // A 38-digit decimal as 16 bytes.
+        let wide = parameter(
+            DataType::Decimal128(38, 15),
+            ScalarValue::Decimal128(Some(i128::MIN + 1), 38, 15),
+        );
+        let bytes = scalar_parameter_bytes(&wide).unwrap();
+        assert_eq!(bytes[..16], (i128::MIN + 1).to_le_bytes());
+        // A subquery of no rows is NULL: validity 0.
+        let none = parameter(DataType::Int64, ScalarValue::Int64(None));
+        let bytes = scalar_parameter_bytes(&none).unwrap();
+        assert!(bytes.iter().all(|b| *b == 0));
+        let flag = parameter(DataType::Boolean, ScalarValue::Boolean(Some(true)));
+        assert_eq!(scalar_parameter_bytes(&flag).unwrap()[0], 1);
+    }
+
+    #[test]
+    fn a_scalar_read_before_its_subquery_ran_is_an_error() {
+        let results = ScalarSubqueryResults::new(1);
+        let pending = ScalarParameter {
+            expr: Arc::new(ScalarSubqueryExpr::new(
+                DataType::Int64,
+                true,
+                SubqueryIndex::new(0),
+                results,
+            )),
+            data_type: DataType::Int64,
+        };
+        assert!(scalar_parameter_bytes(&pending).is_err());
+    }
+}
