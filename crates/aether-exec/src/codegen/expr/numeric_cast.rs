@@ -165,8 +165,14 @@ impl ExprCompiler {
         let factor = 10i128.checked_pow(up)?;
         let c = target.c_name();
         if u32::from(from_precision) + up <= u32::from(precision) {
-            // Every value fits: Arrow multiplies without a check too.
-            let value = format!("(({c}){} * ({c}){})", arg.value, int128_literal(factor));
+            // Every value fits: Arrow multiplies without a check too (wrapping, so
+            // the product is taken unsigned: no signed overflow in C).
+            let unsigned = target.unsigned_name().unwrap_or("unsigned __int128");
+            let value = format!(
+                "(({c})(({unsigned}){} * ({unsigned}){}))",
+                arg.value,
+                int128_literal(factor)
+            );
             return Some(self.emit(target, &value, &arg.valid));
         }
         // |v| * factor <= 10^p2 - 1 exactly when |v| <= floor((10^p2 - 1) / factor),
