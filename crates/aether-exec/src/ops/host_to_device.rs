@@ -27,6 +27,9 @@ use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
 use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
+use datafusion::physical_plan::metrics::{
+    Count, ExecutionPlanMetricsSet, MetricBuilder, MetricsSet, Time,
+};
 use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, ExecutionPlanProperties, Partitioning,
     PlanProperties,
@@ -51,6 +54,29 @@ pub struct HostToDeviceExec {
     /// String columns sent as offsets and bytes instead of codes (ascending).
     string_bytes: Vec<usize>,
     properties: Arc<PlanProperties>,
+    metrics: ExecutionPlanMetricsSet,
+}
+
+/// What EXPLAIN ANALYZE shows of an upload: time gathering Arrow batches into device
+/// layout and queueing their copies (summed over the partitions, which run at once),
+/// time waiting for the GPU operator above to take a chunk, and the rows uploaded.
+#[derive(Debug, Clone)]
+struct UploadMetrics {
+    gather: Time,
+    upload: Time,
+    consumer_wait: Time,
+    output_rows: Count,
+}
+
+impl UploadMetrics {
+    fn new(set: &ExecutionPlanMetricsSet) -> Self {
+        Self {
+            gather: MetricBuilder::new(set).subset_time("gather", 0),
+            upload: MetricBuilder::new(set).subset_time("upload", 0),
+            consumer_wait: MetricBuilder::new(set).subset_time("consumer_wait", 0),
+            output_rows: MetricBuilder::new(set).output_rows(0),
+        }
+    }
 }
 
 impl HostToDeviceExec {
@@ -75,6 +101,7 @@ impl HostToDeviceExec {
             resident,
             string_bytes: Vec::new(),
             properties: Arc::new(properties),
+            metrics: ExecutionPlanMetricsSet::new(),
         }
     }
 
@@ -436,6 +463,28 @@ impl ExecutionPlan for HostToDeviceExec {
             "HostToDeviceExec feeds a GPU operator; it has no host output".into(),
         ))
     }
+
+    fn metrics(&self) -> Option<MetricsSet> {
+        Some(self.metrics.clone_inner())
+    }
+}
+
+/// Uploads `chunk` and hands it to the operator above; false once that operator is
+/// gone.
+async fn send_chunk(
+    gatherer: &PartitionGatherer,
+    chunk: GatheredChunk,
+    sender: &tokio::sync::mpsc::Sender<Result<Arc<DeviceBatch>>>,
+    metrics: &UploadMetrics,
+) -> Result<bool> {
+    let start = std::time::Instant::now();
+    let chunk = gatherer.upload(chunk).await?;
+    metrics.upload.add_elapsed(start);
+    metrics.output_rows.add(chunk.num_rows);
+    let start = std::time::Instant::now();
+    let sent = sender.send(Ok(Arc::new(chunk))).await.is_ok();
+    metrics.consumer_wait.add_elapsed(start);
+    Ok(sent)
 }
 
 impl DeviceExec for HostToDeviceExec {
@@ -461,6 +510,7 @@ impl HostToDeviceExec {
         );
         let dictionaries = self.dictionaries();
         let schema = self.input.schema();
+        let metrics = UploadMetrics::new(&self.metrics);
         let (sender, receiver) = tokio::sync::mpsc::channel::<Result<Arc<DeviceBatch>>>(2);
         let mut tasks = tokio::task::JoinSet::new();
         for partition in 0..partitions {
@@ -478,6 +528,7 @@ impl HostToDeviceExec {
             let mut gatherer =
                 PartitionGatherer::new(&self.device, &schema, &dictionaries, chunking)
                     .map_err(device_error)?;
+            let metrics = metrics.clone();
             tasks.spawn(async move {
                 let work = async {
                     let mut gathering = std::time::Duration::ZERO;
@@ -485,16 +536,18 @@ impl HostToDeviceExec {
                         let start = std::time::Instant::now();
                         let full = gatherer.push(&batch?).map_err(device_error)?;
                         gathering += start.elapsed();
+                        metrics.gather.add_elapsed(start);
                         for chunk in full {
-                            let chunk = gatherer.upload(chunk).await?;
-                            if sender.send(Ok(Arc::new(chunk))).await.is_err() {
+                            if !send_chunk(&gatherer, chunk, &sender, &metrics).await? {
                                 return Ok(());
                             }
                         }
                     }
-                    if let Some(chunk) = gatherer.finish().map_err(device_error)? {
-                        let chunk = gatherer.upload(chunk).await?;
-                        let _ = sender.send(Ok(Arc::new(chunk))).await;
+                    let start = std::time::Instant::now();
+                    let last = gatherer.finish().map_err(device_error)?;
+                    metrics.gather.add_elapsed(start);
+                    if let Some(chunk) = last {
+                        send_chunk(&gatherer, chunk, &sender, &metrics).await?;
                     }
                     if crate::trace::enabled() {
                         eprintln!(

@@ -370,8 +370,8 @@ const ROW_QUERIES: &[&str] = &[
     "select id, cast(a as double) / 2, cast(p as double) from t where a is not null",
     // Casts to decimals: from floats (rounded half away from zero), to a larger scale
     // with every value fitting, and checked against a smaller precision.
-    "select id, cast(f * 0.2 as decimal(30, 15)), cast(f as decimal(10, 3)), cast(f as decimal(38, 20)) from t where f > -100 and f < 100",
-    "select id, cast(p as decimal(38, 12)), cast(q as decimal(16, 4)), cast(q as decimal(3, 2)) from t where a > 0",
+    "select id, cast(f * 0.2 as decimal(30, 15)) as f15, cast(f as decimal(10, 3)) as f3, cast(f as decimal(38, 20)) as f20 from t where f > -100 and f < 100",
+    "select id, cast(p as decimal(38, 12)) as p12, cast(q as decimal(16, 4)) as q4, cast(q as decimal(3, 2)) as q2 from t where a > 0",
     // Scalar subqueries, read by every row: decimals, 38 digits, integers, NULL (no
     // row), in filters and projections.
     "select id, p from t where p > (select avg(p) from t where a > 0)",
