@@ -867,24 +867,21 @@ impl ExprCompiler {
                 return self.decimal_to_float(&arg, to);
             }
             (from, to) if from.is_integer() && to.decimal_scale().is_some() => {
-                return match self.integer_to_decimal(&arg, to) {
-                    Some(value) => Some(value),
-                    None => refuse_cast(self),
-                };
+                return self
+                    .integer_to_decimal(&arg, to)
+                    .or_else(|| refuse_cast(self));
             }
             (from, to) if from.is_float() && to.decimal_scale().is_some() => {
-                return match self.float_to_decimal(&arg, to) {
-                    Some(value) => Some(value),
-                    None => refuse_cast(self),
-                };
+                return self
+                    .float_to_decimal(&arg, to)
+                    .or_else(|| refuse_cast(self));
             }
             (CudaType::Dec64 { precision, scale } | CudaType::Dec128 { precision, scale }, to)
                 if to.decimal_scale().is_some() =>
             {
-                return match self.decimal_scale_up(&arg, (precision, scale), to) {
-                    Some(value) => Some(value),
-                    None => refuse_cast(self),
-                };
+                return self
+                    .decimal_scale_up(&arg, (precision, scale), to)
+                    .or_else(|| refuse_cast(self));
             }
             _ => return refuse_cast(self),
         };

@@ -105,9 +105,7 @@ impl ExprCompiler {
             &arg.valid,
         ))
     }
-}
 
-impl ExprCompiler {
     /// `CAST(float AS Decimal(p, s))` as Arrow's `cast_floating_point_to_decimal` with
     /// `safe: false`: `(10^s * v).round()`, faulting where Arrow errors (NaN, infinite,
     /// or past `p` digits).
@@ -177,21 +175,16 @@ impl ExprCompiler {
         }
         // |v| * factor <= 10^p2 - 1 exactly when |v| <= floor((10^p2 - 1) / factor),
         // tested before multiplying, so the product never wraps.
-        let bound = (10i128.pow(u32::from(precision)) - 1) / factor;
-        let wide = self.next_name("w");
+        let bound = int128_literal((10i128.pow(u32::from(precision)) - 1) / factor);
+        let (wide, past) = (self.next_name("w"), self.next_name("past"));
         self.body.push_str(&format!(
-            "        const __int128 {wide} = (__int128){};\n",
+            "        const __int128 {wide} = (__int128){};\n        const bool {past} = {wide} > {bound} || {wide} < -{bound};\n",
             arg.value
         ));
-        self.fault_when(&format!(
-            "{} && ({wide} > {b} || {wide} < -{b})",
-            arg.valid,
-            b = int128_literal(bound)
-        ));
+        self.fault_when(&format!("{} && {past}", arg.valid));
         let value = format!(
-            "({c})(({wide} > {b} || {wide} < -{b}) ? (__int128)0 : {wide} * {f})",
-            b = int128_literal(bound),
-            f = int128_literal(factor)
+            "({c})({past} ? (__int128)0 : {wide} * {})",
+            int128_literal(factor)
         );
         Some(self.emit(target, &value, &arg.valid))
     }
