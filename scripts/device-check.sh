@@ -3,16 +3,18 @@
 #
 # Build here first (`scripts/device-pack.sh`), which leaves stripped, xz-compressed
 # binaries in .devcarry/; on the GPU host, from the repository root:
-#   bash scripts/device-check.sh OUT_DIR [tests] [sf1] [sf10] [duckdb10]
+#   bash scripts/device-check.sh OUT_DIR [tests] [sf1] [sf10] [duckdb10] [parquet10]
 # (tests, sf1 and sf10 when none is named). `duckdb10` writes SF10 as Parquet with the
 # queries (`aether datagen --queries`) and times DuckDB over it, in memory and from
 # Parquet (scripts/duckdb_tpch.py); it needs the duckdb cp312 wheel in .whl/ (see
-# docs/benchmarks.md). AETHER_BENCH_ENGINES (default "cpu gpu auto") picks the engines
+# docs/benchmarks.md). `parquet10` times Aether over the same files (after duckdb10).
+# At SF10 each engine's run also writes every query's EXPLAIN ANALYZE to
+# OUT_DIR/explain-sf10-ENGINE/qN.txt. AETHER_BENCH_ENGINES (default "cpu gpu auto") picks the engines
 # the sf parts time, besides the GPU-resident run. Every log and JSON report goes to
 # OUT_DIR; summary.txt lists each step's exit status and time. Nothing is built on the
 # GPU host.
 set -uo pipefail
-out=${1:?usage: device-check.sh OUT_DIR [tests] [sf1] [sf10] [duckdb10]}
+out=${1:?usage: device-check.sh OUT_DIR [tests] [sf1] [sf10] [duckdb10] [parquet10]}
 shift
 parts=${*:-tests sf1 sf10}
 repo=$(pwd)
@@ -43,8 +45,10 @@ fi
 for sf in 1 10; do
     wants "sf$sf" || continue
     for engine in ${AETHER_BENCH_ENGINES:-cpu gpu auto}; do
+        explain=()
+        [ "$sf" = 10 ] && explain=(--explain-analyze "$out/explain-sf$sf-$engine")
         run "bench-sf$sf-$engine" ./aether bench tpch --sf "$sf" --engine "$engine" \
-            --iterations 3 --json "$out/bench-sf$sf-$engine.json"
+            --iterations 3 --json "$out/bench-sf$sf-$engine.json" "${explain[@]}"
     done
     run "bench-sf$sf-gpu-resident" ./aether bench tpch --sf "$sf" --engine gpu --resident \
         --iterations 3 --json "$out/bench-sf$sf-gpu-resident.json"
@@ -57,5 +61,11 @@ if wants duckdb10; then
         flag=$([ "$mode" = memory ] && echo --memory)
         PYTHONPATH=/tmp/site run "duckdb-sf10-$mode" python3 "$repo/scripts/duckdb_tpch.py" \
             /tmp/tpch-sf10 $flag --iterations 3 --json "$out/duckdb-sf10-$mode.json"
+    done
+fi
+if wants parquet10; then
+    for engine in ${AETHER_BENCH_ENGINES:-cpu gpu auto}; do
+        run "bench-parquet10-$engine" ./aether bench tpch --data /tmp/tpch-sf10 \
+            --engine "$engine" --iterations 3 --json "$out/bench-parquet10-$engine.json"
     done
 fi

@@ -222,3 +222,24 @@ async fn sorts_the_gpu_cannot_run_say_why() {
         "{report}"
     );
 }
+
+#[tokio::test]
+async fn a_complete_aggregate_runs_on_the_gpu() {
+    // With one partition DataFusion plans `mode=Single`: partial and final in one step,
+    // which the GPU aggregate computes as it computes a final aggregate.
+    let report =
+        gpu_report("select o_custkey, count(*), avg(o_totalprice) from orders group by o_custkey")
+            .await;
+    assert!(
+        report.contains("*Exec <AggregateExec> will run on GPU"),
+        "{report}"
+    );
+}
+
+#[tokio::test]
+async fn a_one_row_placeholder_stays_on_the_cpu() {
+    // `SELECT` without `FROM` reads DataFusion's placeholder row, whose batch holds a
+    // column its schema does not name: nothing for the GPU to upload.
+    let report = gpu_report("select 1 + 2 as three").await;
+    assert!(!report.contains("will run on GPU"), "{report}");
+}

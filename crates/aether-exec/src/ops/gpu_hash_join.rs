@@ -40,10 +40,20 @@ use super::{DeviceExec, DeviceStream, as_device_exec, device_error};
 /// Which input an output column comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum JoinSide {
-    /// The left input, hashed.
+    /// The input hashed into the table: the plan's left one, or its right one when
+    /// placement found that one smaller.
     Build,
-    /// The right input, streamed.
+    /// The input streamed through the table.
     Probe,
+}
+
+impl JoinSide {
+    pub fn other(self) -> Self {
+        match self {
+            Self::Build => Self::Probe,
+            Self::Probe => Self::Build,
+        }
+    }
 }
 
 /// What a GPU hash join computes.

@@ -516,7 +516,13 @@ impl ColumnBuilder {
             }
             _ => {
                 let data = array.to_data();
-                let bytes = &data.buffers()[0].as_slice()[data.offset() * width..][..len * width];
+                let Some(values) = data.buffers().first() else {
+                    return Err(DeviceError::Internal(format!(
+                        "a {} column has no values buffer to upload",
+                        array.data_type()
+                    )));
+                };
+                let bytes = &values.as_slice()[data.offset() * width..][..len * width];
                 out.copy_from_slice(bytes);
             }
         }

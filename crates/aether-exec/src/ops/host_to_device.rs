@@ -66,6 +66,9 @@ struct UploadMetrics {
     upload: Time,
     consumer_wait: Time,
     output_rows: Count,
+    /// Chunks gathered into ordinary memory because every pinned slab was lent out
+    /// (or, for resident inputs, by design): each uploads from pageable memory.
+    heap_chunks: Count,
 }
 
 impl UploadMetrics {
@@ -75,6 +78,7 @@ impl UploadMetrics {
             upload: MetricBuilder::new(set).subset_time("upload", 0),
             consumer_wait: MetricBuilder::new(set).subset_time("consumer_wait", 0),
             output_rows: MetricBuilder::new(set).output_rows(0),
+            heap_chunks: MetricBuilder::new(set).counter("heap_chunks", 0),
         }
     }
 }
@@ -477,6 +481,9 @@ async fn send_chunk(
     sender: &tokio::sync::mpsc::Sender<Result<Arc<DeviceBatch>>>,
     metrics: &UploadMetrics,
 ) -> Result<bool> {
+    if matches!(chunk, GatheredChunk::Heap { .. }) {
+        metrics.heap_chunks.add(1);
+    }
     let start = std::time::Instant::now();
     let chunk = gatherer.upload(chunk).await?;
     metrics.upload.add_elapsed(start);

@@ -25,6 +25,28 @@ pub struct CostModel {
     /// Launches, synchronizations and the result download, in seconds.
     pub fixed_seconds: f64,
     pub cores: f64,
+    /// Arrow bytes one core filters per second (the predicate and the copy of kept rows).
+    pub cpu_filter_per_core: f64,
+    /// Arrow bytes one core decodes from files per second.
+    pub cpu_decode_per_core: f64,
+    /// Nanoseconds of one core per row: a computed expression, a hash exchange, a hash
+    /// join's build, probe and output, a grouped aggregate's row and each of its
+    /// functions, a top-k's row, and a sort's comparison.
+    pub cpu_expression_row_ns: f64,
+    pub cpu_exchange_row_ns: f64,
+    pub cpu_build_row_ns: f64,
+    pub cpu_probe_row_ns: f64,
+    pub cpu_join_output_row_ns: f64,
+    pub cpu_aggregate_row_ns: f64,
+    pub cpu_aggregate_call_ns: f64,
+    pub cpu_topk_row_ns: f64,
+    pub cpu_sort_compare_ns: f64,
+    /// Nanoseconds per value to code strings on the host: a column of many distinct
+    /// values (one value at a time), and per core one of few distinct long or short
+    /// values.
+    pub host_string_code_ns: f64,
+    pub host_long_string_ns: f64,
+    pub host_short_string_ns: f64,
 }
 
 impl Default for CostModel {
@@ -39,6 +61,20 @@ impl Default for CostModel {
             hbm: 3.0e12,
             fixed_seconds: 0.5e-3,
             cores: std::thread::available_parallelism().map_or(1.0, |n| n.get() as f64),
+            cpu_filter_per_core: 3.0e9,
+            cpu_decode_per_core: 1.0e9,
+            cpu_expression_row_ns: 5.0,
+            cpu_exchange_row_ns: 20.0,
+            cpu_build_row_ns: 60.0,
+            cpu_probe_row_ns: 40.0,
+            cpu_join_output_row_ns: 20.0,
+            cpu_aggregate_row_ns: 25.0,
+            cpu_aggregate_call_ns: 5.0,
+            cpu_topk_row_ns: 15.0,
+            cpu_sort_compare_ns: 10.0,
+            host_string_code_ns: 150.0,
+            host_long_string_ns: 50.0,
+            host_short_string_ns: 3.0,
         }
     }
 }
@@ -65,7 +101,7 @@ impl Prediction {
     }
 }
 
-fn arrow_width(data_type: &DataType) -> usize {
+pub(super) fn arrow_width(data_type: &DataType) -> usize {
     match data_type {
         DataType::Boolean | DataType::Int8 | DataType::UInt8 => 1,
         DataType::Int16 | DataType::UInt16 => 2,
@@ -76,7 +112,7 @@ fn arrow_width(data_type: &DataType) -> usize {
     }
 }
 
-fn device_width(data_type: &DataType) -> usize {
+pub(super) fn device_width(data_type: &DataType) -> usize {
     match data_type {
         DataType::Decimal128(p, _) if *p <= 18 => 8,
         DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => 4,

@@ -69,8 +69,14 @@ pub(super) fn column_index(expr: &Arc<dyn PhysicalExpr>) -> Option<usize> {
     any.downcast_ref::<Column>().map(Column::index)
 }
 
-/// What `join` computes on the GPU, or every reason it cannot.
-pub(super) fn join_spec(join: &HashJoinExec) -> Result<GpuJoinSpec, Vec<PlacementReason>> {
+/// What `join` computes on the GPU, or every reason it cannot. The GPU join builds its
+/// table from the left input, as DataFusion's does, or from the right one when
+/// `build_right` (the smaller by the cost model's estimate): the join type is then
+/// mirrored (a left join keeps every probe row) and each output column keeps its place.
+pub(super) fn join_spec(
+    join: &HashJoinExec,
+    build_right: bool,
+) -> Result<GpuJoinSpec, Vec<PlacementReason>> {
     let mut reasons = Vec::new();
     let join_type = *join.join_type();
     if matches!(join_type, JoinType::LeftMark | JoinType::RightMark) {
@@ -78,7 +84,10 @@ pub(super) fn join_spec(join: &HashJoinExec) -> Result<GpuJoinSpec, Vec<Placemen
             "{join_type} joins (EXISTS or IN under OR) do not run on the GPU yet"
         )));
     }
-    let residual = match join.filter().map(residual_spec) {
+    let residual = match join
+        .filter()
+        .map(|filter| residual_spec(filter, build_right))
+    {
         Some(Ok(residual)) => Some(residual),
         Some(Err(found)) => {
             reasons.extend(found);
@@ -131,6 +140,18 @@ pub(super) fn join_spec(join: &HashJoinExec) -> Result<GpuJoinSpec, Vec<Placemen
         return Err(reasons);
     }
     let outputs = join_outputs(join_type, &left, &right, join.projection.as_deref());
+    if build_right {
+        return Ok(GpuJoinSpec {
+            join_type: join_type.swap(),
+            build_keys: probe_keys,
+            probe_keys: build_keys,
+            outputs: outputs
+                .into_iter()
+                .map(|(side, index)| (side.other(), index))
+                .collect(),
+            residual,
+        });
+    }
     Ok(GpuJoinSpec {
         join_type,
         build_keys,
@@ -140,15 +161,24 @@ pub(super) fn join_spec(join: &HashJoinExec) -> Result<GpuJoinSpec, Vec<Placemen
     })
 }
 
-/// The GPU form of a join's residual filter, or every reason it has none.
-fn residual_spec(filter: &JoinFilter) -> Result<JoinResidual, Vec<PlacementReason>> {
+/// The GPU form of a join's residual filter, or every reason it has none; the right
+/// input is the build side when `build_right`.
+fn residual_spec(
+    filter: &JoinFilter,
+    build_right: bool,
+) -> Result<JoinResidual, Vec<PlacementReason>> {
+    let (left_side, right_side) = if build_right {
+        (JoinSide::Probe, JoinSide::Build)
+    } else {
+        (JoinSide::Build, JoinSide::Probe)
+    };
     let schema = Arc::clone(filter.schema());
     let mut reasons = Vec::new();
     let mut columns = Vec::with_capacity(filter.column_indices().len());
     for column in filter.column_indices() {
         match column.side {
-            DfJoinSide::Left => columns.push((JoinSide::Build, column.index)),
-            DfJoinSide::Right => columns.push((JoinSide::Probe, column.index)),
+            DfJoinSide::Left => columns.push((left_side, column.index)),
+            DfJoinSide::Right => columns.push((right_side, column.index)),
             DfJoinSide::None => reasons.push(unsupported(
                 "its residual filter reads a column of neither side (a mark column)".into(),
             )),

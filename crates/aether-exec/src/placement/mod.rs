@@ -35,6 +35,7 @@ mod shape;
 mod single_partition;
 mod sorts;
 mod string_bytes;
+mod subtree_cost;
 
 use std::fmt;
 use std::sync::{Arc, Mutex, Weak};
@@ -56,6 +57,7 @@ use self::rows::RowChain;
 
 pub use cost::{CostModel, Prediction};
 pub use report::{ExplainFilter, Mark, PlacementReport, ReportLine};
+pub use subtree_cost::SubtreePrediction;
 
 use crate::codegen::CudaType;
 use crate::codegen::aggregate::{
@@ -125,7 +127,13 @@ pub fn place(plan: Arc<dyn ExecutionPlan>, settings: &PlacementSettings) -> Resu
         spine: true,
         last_segment_few_rows: false,
         parent_takes_device: false,
+        gpu_region: false,
+        predictions: Default::default(),
     };
+    // `auto` decides by the predictions; GPU joins choose their build side by the row
+    // estimates under either engine.
+    placer.predictions =
+        subtree_cost::predict_all(&plan, &settings.cost, &|leaf| is_resident(settings, leaf));
     let placed = placer.visit(&plan, 0)?;
     report.lines = placer.lines;
     let plan = if settings.device.is_some() {
@@ -147,6 +155,16 @@ struct Placer<'a> {
     /// Whether the node about to be visited feeds a GPU operator, which reads a GPU
     /// operator's batches on the device: no partitioning is restored above it.
     parent_takes_device: bool,
+    /// Whether the node visited lies in a subtree `auto` moved as a whole because the
+    /// cost model predicted it pays ([`subtree_cost`]): everything supported moves.
+    gpu_region: bool,
+    /// `auto`'s predictions for every subtree of the plan, made once.
+    predictions: subtree_cost::Predictions,
+}
+
+/// Whether the scan `leaf` is kept on the GPU across queries.
+fn is_resident(settings: &PlacementSettings, leaf: &Arc<dyn ExecutionPlan>) -> bool {
+    settings.resident.is_some() && ResidentTables::fingerprint(leaf).is_some()
 }
 
 /// The final aggregate a GPU segment computes as well (see [`final_aggregate`]).
@@ -226,6 +244,12 @@ impl Placer<'_> {
         plan: &Arc<dyn ExecutionPlan>,
         depth: usize,
     ) -> Result<Arc<dyn ExecutionPlan>> {
+        if self.auto() && subtree_cost::has_join_or_sort(plan) {
+            let prediction = self.predict_subtree(plan);
+            if prediction.gpu_pays() {
+                return self.visit_gpu_region(plan, depth, prediction);
+            }
+        }
         let takes_device = std::mem::take(&mut self.parent_takes_device);
         if takes_device && scans::is_exchange(plan) {
             // Collapsed: the upload or GPU operator below reads every partition.
@@ -248,7 +272,7 @@ impl Placer<'_> {
         }
         if let Some(candidate) = candidate(plan) {
             let decision = self.decide(&candidate.aggregate, &candidate.chain, &candidate.source);
-            return self.visit_candidate(candidate, decision, depth, None);
+            return self.visit_aggregate(candidate, decision, depth, takes_device);
         }
         let mut reasons = vec![operator_reason(plan)];
         if let Some(pair) = final_aggregate::final_over_partial(plan) {
@@ -401,6 +425,40 @@ impl Placer<'_> {
             restore,
         };
         self.visit_candidate(pair.partial, decision, depth + 1, Some(final_part))
+    }
+
+    /// A partial or complete aggregate candidate; a complete one placed on the GPU off
+    /// the plan's spine gets its hash partitioning back above the segment, as a final
+    /// aggregate does ([`final_aggregate::partitioning_to_restore`]).
+    fn visit_aggregate(
+        &mut self,
+        candidate: Candidate,
+        decision: Decision,
+        mut depth: usize,
+        takes_device: bool,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        let complete = candidate
+            .aggregate
+            .downcast_ref::<AggregateExec>()
+            .is_some_and(is_complete);
+        let restore = match &decision {
+            Decision::Gpu(..) if complete => {
+                final_aggregate::partitioning_to_restore(&candidate.aggregate, self.spine)
+                    .filter(|_| !takes_device)
+            }
+            _ => None,
+        };
+        if restore.is_some() {
+            self.restore_line(depth, "the aggregate's hash partitioning");
+            depth += 1;
+        }
+        let placed = self.visit_candidate(candidate, decision, depth, None)?;
+        Ok(match restore {
+            Some(partitioning) if self.settings.device.is_some() => {
+                Arc::new(RepartitionExec::try_new(placed, partitioning)?)
+            }
+            _ => placed,
+        })
     }
 
     fn visit_candidate(
@@ -650,7 +708,8 @@ impl Placer<'_> {
         mut depth: usize,
         takes_device: bool,
     ) -> Result<Arc<dyn ExecutionPlan>> {
-        let spec = match self.unpredicted(joins::join_spec(join), "joins") {
+        let build_right = self.right_is_smaller(join);
+        let spec = match self.unpredicted(joins::join_spec(join, build_right), plan) {
             Ok(spec) => spec,
             Err(reasons) => return self.visit_on_cpu(plan, depth, reasons),
         };
@@ -684,9 +743,14 @@ impl Placer<'_> {
         let Some(device) = &self.settings.device else {
             return Ok(Arc::clone(plan));
         };
-        let [build, probe]: [Arc<dyn ExecutionPlan>; 2] = inputs.try_into().map_err(|_| {
+        let [left, right]: [Arc<dyn ExecutionPlan>; 2] = inputs.try_into().map_err(|_| {
             datafusion::error::DataFusionError::Internal("a join has two inputs".into())
         })?;
+        let (build, probe) = if build_right {
+            (right, left)
+        } else {
+            (left, right)
+        };
         let gpu: Arc<dyn ExecutionPlan> = Arc::new(GpuHashJoinExec::new(
             self.device_input(build, device),
             self.device_input(probe, device),
@@ -708,18 +772,70 @@ impl Placer<'_> {
         })
     }
 
-    /// `spec`, unless the engine is `auto`: the cost model does not predict `what`
-    /// (joins, sorts) yet, so only `--engine gpu` moves them.
+    /// Whether the GPU join should build its table from the right input: estimated
+    /// at less than half the left one's rows.
+    fn right_is_smaller(&self, join: &HashJoinExec) -> bool {
+        let rows = |plan: &Arc<dyn ExecutionPlan>| {
+            self.predictions
+                .get(&subtree_cost::node_key(plan))
+                .map(|p| p.rows)
+        };
+        match (rows(join.left()), rows(join.right())) {
+            (Some(left), Some(right)) => right * 2.0 < left,
+            _ => false,
+        }
+    }
+
+    /// Whether `auto` decides here: the engine is `auto` and no subtree above was
+    /// moved as a whole.
+    fn auto(&self) -> bool {
+        self.settings.engine == Engine::Auto && !self.gpu_region
+    }
+
+    /// The cost model's prediction for `plan`'s whole subtree.
+    fn predict_subtree(&self, plan: &Arc<dyn ExecutionPlan>) -> SubtreePrediction {
+        if let Some(prediction) = self.predictions.get(&subtree_cost::node_key(plan)) {
+            return *prediction;
+        }
+        let settings = self.settings;
+        let all =
+            subtree_cost::predict_all(plan, &settings.cost, &|leaf| is_resident(settings, leaf));
+        all[&subtree_cost::node_key(plan)]
+    }
+
+    /// `plan`'s subtree, which the cost model predicts faster on the GPU: every
+    /// supported operator in it moves; the first line says why.
+    fn visit_gpu_region(
+        &mut self,
+        plan: &Arc<dyn ExecutionPlan>,
+        depth: usize,
+        prediction: SubtreePrediction,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        let first = self.lines.len();
+        self.gpu_region = true;
+        let placed = self.visit(plan, depth);
+        self.gpu_region = false;
+        if let Some(line) = self.lines.get_mut(first) {
+            line.reasons.push(PlacementReason::new(
+                ReasonCode::CostModel,
+                prediction.describe(),
+            ));
+        }
+        placed
+    }
+
+    /// `spec`, unless `auto` decides here: the subtree from `plan` down was predicted
+    /// faster on the CPU (else it would have moved as a whole), so `plan` stays.
     fn unpredicted<T>(
         &self,
         spec: std::result::Result<T, Vec<PlacementReason>>,
-        what: &str,
+        plan: &Arc<dyn ExecutionPlan>,
     ) -> std::result::Result<T, Vec<PlacementReason>> {
         let spec = spec?;
-        if self.settings.engine == Engine::Auto {
+        if self.auto() {
             return Err(vec![PlacementReason::new(
                 ReasonCode::CostModel,
-                format!("the cost model does not predict {what} yet (--engine gpu moves them)"),
+                self.predict_subtree(plan).describe(),
             )]);
         }
         Ok(spec)
@@ -751,7 +867,7 @@ impl Placer<'_> {
         depth: usize,
     ) -> Result<Arc<dyn ExecutionPlan>> {
         let top = Arc::clone(&group.nodes[0]);
-        let spec = match self.unpredicted(sorts::sort_spec(&group), "sorts") {
+        let spec = match self.unpredicted(sorts::sort_spec(&group), &top) {
             Ok(spec) => spec,
             Err(reasons) => return self.visit_on_cpu(&top, depth, reasons),
         };
@@ -783,7 +899,7 @@ impl Placer<'_> {
         chain: &RowChain,
     ) -> std::result::Result<RowKernels, (Mark, Vec<PlacementReason>)> {
         let kernels = rows::row_segment_kernels(chain, &[])?;
-        if self.settings.engine != Engine::Auto {
+        if !self.auto() {
             return Ok(kernels);
         }
         let kept = |text: String| {
@@ -837,7 +953,7 @@ impl Placer<'_> {
                 return Decision::Cpu(Mark::NotOnGpu, reasons);
             }
         };
-        if self.settings.engine == Engine::Auto {
+        if self.auto() {
             let rows = input_rows(source);
             let Some(rows) = rows else {
                 return Decision::Cpu(
@@ -904,6 +1020,14 @@ enum Decision {
 
 /// Why columns of `schema`, a segment's input, cannot be uploaded (none when all can).
 fn input_type_reasons(schema: &datafusion::arrow::datatypes::Schema) -> Vec<PlacementReason> {
+    if schema.fields().is_empty() {
+        // DataFusion's one-row placeholder (a SELECT without FROM, an aggregate over an
+        // empty table folded to a literal) carries a column its schema does not name.
+        return vec![PlacementReason::new(
+            ReasonCode::UnsupportedOperator,
+            "its input has no columns, so there is nothing for the GPU to read",
+        )];
+    }
     schema
         .fields()
         .iter()
@@ -969,10 +1093,12 @@ fn expression_class(expr: &dyn datafusion::physical_expr::PhysicalExpr) -> Strin
         .to_string()
 }
 
-/// A partial aggregate over filters and projections, if `plan` is one.
+/// A partial aggregate over filters and projections, if `plan` is one, or a complete
+/// one (DataFusion's `Single` and `SinglePartitioned`, which need no merge: one input
+/// partition, or input already partitioned by the group keys).
 fn candidate(plan: &Arc<dyn ExecutionPlan>) -> Option<Candidate> {
     let aggregate = plan.downcast_ref::<AggregateExec>()?;
-    if *aggregate.mode() != AggregateMode::Partial {
+    if *aggregate.mode() != AggregateMode::Partial && !is_complete(aggregate) {
         return None;
     }
     let mut chain = Vec::new();
@@ -987,6 +1113,14 @@ fn candidate(plan: &Arc<dyn ExecutionPlan>) -> Option<Candidate> {
         chain,
         source: node,
     })
+}
+
+/// Whether `aggregate` computes final values from its input in one step.
+fn is_complete(aggregate: &AggregateExec) -> bool {
+    matches!(
+        aggregate.mode(),
+        AggregateMode::Single | AggregateMode::SinglePartitioned
+    )
 }
 
 /// What the kernels of a candidate compute, or why the aggregate cannot be one.
@@ -1012,6 +1146,12 @@ fn aggregate_spec(
         refuse(
             &mut reasons,
             "grouping sets are not computed on the GPU yet".into(),
+        );
+    }
+    if is_complete(aggregate) && aggregate.properties().output_ordering().is_some() {
+        refuse(
+            &mut reasons,
+            "the aggregate keeps its input's order, which a GPU aggregate does not".into(),
         );
     }
     if aggregate.filter_expr().iter().any(Option::is_some) {
@@ -1084,7 +1224,11 @@ fn aggregate_spec(
             .collect(),
         calls,
         output: aggregate.schema(),
-        mode: AggregateOutput::States,
+        mode: if is_complete(aggregate) {
+            AggregateOutput::Values
+        } else {
+            AggregateOutput::States
+        },
     })
 }
 

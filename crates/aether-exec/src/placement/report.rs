@@ -61,7 +61,8 @@ impl ReportLine {
             .collect::<Vec<_>>()
             .join("; ");
         match self.mark {
-            Mark::OnGpu => "will run on GPU".to_string(),
+            Mark::OnGpu if reasons.is_empty() => "will run on GPU".to_string(),
+            Mark::OnGpu => format!("will run on GPU because {reasons}"),
             Mark::NotOnGpu => format!("cannot run on GPU because {reasons}"),
             Mark::KeptByCost => format!("kept on CPU by the cost model because {reasons}"),
         }

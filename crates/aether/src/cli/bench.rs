@@ -17,7 +17,9 @@ use super::{Benchmark, CommonArgs, format_ms};
 use crate::context::AetherContext;
 use crate::error::{AetherError, Result};
 use crate::table_spec::{TableSpec, register_table};
-use crate::tpch::{TpchTable, check_sf1_answer, parse_query_list, register_tpch, run_query};
+use crate::tpch::{
+    TpchTable, check_sf1_answer, explain_analyze, parse_query_list, register_tpch, run_query,
+};
 
 #[derive(Debug, Args)]
 pub struct BenchArgs {
@@ -42,6 +44,10 @@ pub struct BenchArgs {
     /// Also write the results as JSON to this file.
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
+    /// After the timed runs, run each query once more under `EXPLAIN ANALYZE` and write
+    /// its annotated plan (rows and time per operator) to DIR/qN.txt.
+    #[arg(long, value_name = "DIR")]
+    explain_analyze: Option<PathBuf>,
     #[command(flatten)]
     common: CommonArgs,
 }
@@ -136,6 +142,9 @@ pub async fn run(args: BenchArgs) -> Result<()> {
             times_ms.push(run.elapsed.as_secs_f64() * 1e3);
             progress.inc(1);
         }
+        if let Some(dir) = &args.explain_analyze {
+            write_explain_analyze(&context, dir, n, scale_factor).await?;
+        }
         let mut sorted = times_ms.clone();
         sorted.sort_by(f64::total_cmp);
         reports.push(QueryReport {
@@ -223,6 +232,20 @@ async fn register_parquet_tpch(context: &AetherContext, dir: &std::path::Path) -
         )));
     }
     Ok(suppliers as f64 / 10_000.0)
+}
+
+/// Writes query `n`'s `EXPLAIN ANALYZE` to `dir/qN.txt`.
+async fn write_explain_analyze(
+    context: &AetherContext,
+    dir: &std::path::Path,
+    n: usize,
+    scale_factor: f64,
+) -> Result<()> {
+    let text = explain_analyze(context, n, scale_factor).await?;
+    let path = dir.join(format!("q{n}.txt"));
+    std::fs::create_dir_all(dir)
+        .and_then(|()| std::fs::write(&path, text))
+        .map_err(|source| AetherError::Output { path, source })
 }
 
 fn median(sorted: &[f64]) -> f64 {

@@ -5,6 +5,7 @@ use std::time::{Duration, Instant};
 
 use aether_exec::placement::PlacementReport;
 
+use datafusion::arrow::array::StringArray;
 use datafusion::arrow::record_batch::RecordBatch;
 
 use super::queries::query_sql;
@@ -52,4 +53,45 @@ pub async fn run_query(context: &AetherContext, n: usize, scale_factor: f64) -> 
         elapsed,
         placement,
     })
+}
+
+/// Runs TPC-H query `n` once under `EXPLAIN ANALYZE` and returns the annotated plan:
+/// each operator with its rows and times, GPU segments' gather, upload and kernel times
+/// included. For Q15 the view is created and dropped around the explained query.
+pub async fn explain_analyze(
+    context: &AetherContext,
+    n: usize,
+    scale_factor: f64,
+) -> Result<String> {
+    let sql = query_sql(n, scale_factor)?;
+    let script: Vec<String> = sql
+        .split(';')
+        .filter(|statement| !statement.trim().is_empty())
+        .map(|statement| {
+            if statement
+                .trim_start()
+                .to_ascii_lowercase()
+                .starts_with("select")
+            {
+                format!("explain analyze {statement};")
+            } else {
+                format!("{statement};")
+            }
+        })
+        .collect();
+    let output = context.run_script(&script.concat()).await?;
+    let mut text = String::new();
+    for batch in &output.batches {
+        let Some(plans) = batch
+            .column_by_name("plan")
+            .and_then(|column| column.as_any().downcast_ref::<StringArray>())
+        else {
+            continue;
+        };
+        for plan in plans.iter().flatten() {
+            text.push_str(plan);
+            text.push('\n');
+        }
+    }
+    Ok(text)
 }
