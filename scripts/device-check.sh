@@ -69,3 +69,7 @@ if wants parquet10; then
             --engine "$engine" --iterations 3 --json "$out/bench-parquet10-$engine.json"
     done
 fi
+# A device call returns only a few files: pack every log and report into one.
+cat "$out/summary.txt"
+(cd "$out" && tar czf /tmp/device-check.tgz . && find . -mindepth 1 -delete \
+    && mv /tmp/device-check.tgz ./device-check.tgz)
