@@ -911,11 +911,10 @@ impl Placer<'_> {
         let Some(rows) = input_rows(&chain.source) else {
             return Err(kept("its input has no row estimate".into()));
         };
-        let resident = self.settings.resident.is_some()
-            && crate::ops::ResidentTables::fingerprint(&scans::below_exchanges(Arc::clone(
-                &chain.source,
-            )))
-            .is_some();
+        let resident = is_resident(
+            self.settings,
+            &scans::below_exchanges(Arc::clone(&chain.source)),
+        );
         let prediction = self.settings.cost.predict_rows(
             &chain.source.schema(),
             &chain.nodes[0].schema(),
@@ -965,11 +964,7 @@ impl Placer<'_> {
                 );
             };
             // Residency helps only inputs that can be kept (in-memory table scans).
-            let resident = self.settings.resident.is_some()
-                && crate::ops::ResidentTables::fingerprint(&scans::below_exchanges(Arc::clone(
-                    source,
-                )))
-                .is_some();
+            let resident = is_resident(self.settings, &scans::below_exchanges(Arc::clone(source)));
             if let Some(why) = shape::kept_for_shape(&spec, source, resident) {
                 return Decision::Cpu(
                     Mark::KeptByCost,

@@ -182,7 +182,7 @@ impl Walker<'_> {
         }
         if plan.is::<CoalescePartitionsExec>() || plan.is::<SortPreservingMergeExec>() {
             let [input] = plan.children()[..] else {
-                return self.other(plan, needed);
+                return self.other(plan);
             };
             return self.walk(input, needed);
         }
@@ -277,7 +277,7 @@ impl Walker<'_> {
                 unfiltered: rows,
             };
         }
-        self.other(plan, needed)
+        self.other(plan)
     }
 
     fn join(&mut self, join: &HashJoinExec, needed: Needed) -> Flow {
@@ -368,7 +368,7 @@ impl Walker<'_> {
 
     /// An operator the GPU does not run: the CPU's cost on both sides, and on the
     /// GPU's a download of its input and an upload of its output.
-    fn other(&mut self, plan: &Arc<dyn ExecutionPlan>, _needed: Needed) -> Flow {
+    fn other(&mut self, plan: &Arc<dyn ExecutionPlan>) -> Flow {
         let mut rows: f64 = 0.0;
         let mut unfiltered: f64 = 0.0;
         for child in plan.children() {
