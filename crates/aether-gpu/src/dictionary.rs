@@ -19,18 +19,62 @@ use hashbrown::HashTable;
 
 use crate::layout::LayoutError;
 
+/// How many independently locked parts the value-to-code lookup is split into, so
+/// that partitions gathering concurrently rarely wait for each other.
+const SHARDS: usize = 64;
+
 /// The codes of one string column across a whole stream, growing as it codes.
-#[derive(Debug, Default)]
+///
+/// Many-valued columns (a name or a comment per customer) are coded by every gathering
+/// partition at once, so finding a value's code must not serialize them: the lookup
+/// is split into [`SHARDS`] parts by hash, each with its own lock and its own copy of
+/// its values' bytes, and only a new value takes the shared [`Values`] lock, once per
+/// batch and part, to be appended under the next codes. Codes stay dense (0, 1, 2, ...),
+/// so lookups by code stay plain arrays; their order follows the parts, not the order
+/// in which values first appear, and nothing may depend on it.
+#[derive(Debug)]
 pub struct GrowingDictionary {
-    inner: Mutex<Values>,
+    shards: Box<[Mutex<Shard>]>,
+    values: Mutex<Values>,
+    hasher: RandomState,
 }
 
-/// Strings by code: code `i` is `bytes[ends[i - 1]..ends[i]]`; `codes` finds a
-/// value's code by hashing its bytes, and holds no copy of them.
+impl Default for GrowingDictionary {
+    fn default() -> Self {
+        Self {
+            shards: (0..SHARDS).map(|_| Mutex::default()).collect(),
+            values: Mutex::default(),
+            hasher: RandomState::default(),
+        }
+    }
+}
+
+/// One part of the value-to-code lookup: the values whose hash falls in it.
+#[derive(Default)]
+struct Shard {
+    entries: HashTable<Entry>,
+    bytes: Vec<u8>,
+}
+
+impl std::fmt::Debug for Shard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Shard")
+            .field("count", &self.entries.len())
+            .finish()
+    }
+}
+
+/// A value of a shard: its bytes in the shard's buffer, its hash and its code.
+struct Entry {
+    hash: u64,
+    start: usize,
+    end: usize,
+    code: i32,
+}
+
+/// Strings by code: code `i` is `bytes[ends[i - 1]..ends[i]]`.
 #[derive(Default)]
 struct Values {
-    codes: HashTable<i32>,
-    hasher: RandomState,
     bytes: Vec<u8>,
     ends: Vec<usize>,
     /// The longest array made from these values so far, reused while no value came.
@@ -63,38 +107,143 @@ impl Values {
         std::str::from_utf8(value_bytes(&self.bytes, &self.ends, code)?).ok()
     }
 
-    /// The code of `value`, adding it if new; an error past `i32::MAX` values.
-    fn code_of(&mut self, value: &str) -> Result<i32, LayoutError> {
-        let Values {
-            codes,
-            hasher,
-            bytes,
-            ends,
-            ..
-        } = self;
-        let hash = hasher.hash_one(value.as_bytes());
-        let same = |code: &i32| value_bytes(bytes, ends, *code as usize) == Some(value.as_bytes());
-        if let Some(code) = codes.find(hash, same) {
-            return Ok(*code);
-        }
-        let code = i32::try_from(ends.len()).map_err(|_| {
+    /// Appends `new` under the next codes and returns the first; an error past
+    /// `i32::MAX` values.
+    fn append<'a>(
+        &mut self,
+        new: impl ExactSizeIterator<Item = &'a str>,
+    ) -> Result<i32, LayoutError> {
+        let first = self.ends.len();
+        i32::try_from(first + new.len()).map_err(|_| {
             LayoutError::Invalid("a string column has more than 2^31 distinct values".into())
         })?;
-        bytes.extend_from_slice(value.as_bytes());
-        ends.push(bytes.len());
-        let rehash = |code: &i32| {
-            hasher.hash_one(value_bytes(bytes, ends, *code as usize).unwrap_or_default())
-        };
-        codes.insert_unique(hash, code, rehash);
-        Ok(code)
+        for value in new {
+            self.bytes.extend_from_slice(value.as_bytes());
+            self.ends.push(self.bytes.len());
+        }
+        Ok(first as i32)
     }
 }
 
+impl Shard {
+    /// The code of the value with `hash` and `bytes`, if coded.
+    fn find(&self, hash: u64, bytes: &[u8]) -> Option<i32> {
+        self.entries
+            .find(hash, |e| &self.bytes[e.start..e.end] == bytes)
+            .map(|e| e.code)
+    }
+
+    /// Adds a value under `code` (a placeholder until its real code is known).
+    fn insert(&mut self, hash: u64, bytes: &[u8], code: i32) {
+        let start = self.bytes.len();
+        self.bytes.extend_from_slice(bytes);
+        let entry = Entry {
+            hash,
+            start,
+            end: self.bytes.len(),
+            code,
+        };
+        self.entries.insert_unique(hash, entry, |e| e.hash);
+    }
+
+    fn remove(&mut self, hash: u64, bytes: &[u8]) {
+        let Shard {
+            entries,
+            bytes: held,
+        } = self;
+        if let Ok(entry) = entries.find_entry(hash, |e| &held[e.start..e.end] == bytes) {
+            entry.remove();
+        }
+    }
+
+    fn set_code(&mut self, hash: u64, bytes: &[u8], code: i32) {
+        let Shard {
+            entries,
+            bytes: held,
+        } = self;
+        if let Some(entry) = entries.find_mut(hash, |e| &held[e.start..e.end] == bytes) {
+            entry.code = code;
+        }
+    }
+}
+
+/// The shard of a hash: bits that neither the tables' bucket index (low bits) nor
+/// their control bytes (the top seven) use, so each shard's table stays well spread.
+fn shard_of(hash: u64) -> usize {
+    (hash >> 40) as usize % SHARDS
+}
+
 impl GrowingDictionary {
-    /// The code of each of `strings` (distinct values of one batch), adding new ones.
+    /// The code of each of `strings` (the distinct values of one batch; a repeated
+    /// value gets the same code), adding new ones.
     pub fn codes_of(&self, strings: &[&str]) -> Result<Vec<i32>, LayoutError> {
-        let mut values = self.lock();
-        strings.iter().map(|s| values.code_of(s)).collect()
+        let hashes: Vec<u64> = strings
+            .iter()
+            .map(|s| self.hasher.hash_one(s.as_bytes()))
+            .collect();
+        // The values of each shard together, so each shard is locked once.
+        let mut starts = [0usize; SHARDS + 1];
+        for &hash in &hashes {
+            starts[shard_of(hash) + 1] += 1;
+        }
+        for shard in 0..SHARDS {
+            starts[shard + 1] += starts[shard];
+        }
+        let mut next = starts;
+        let mut by_shard = vec![0usize; strings.len()];
+        for (i, &hash) in hashes.iter().enumerate() {
+            let slot = &mut next[shard_of(hash)];
+            by_shard[*slot] = i;
+            *slot += 1;
+        }
+        let mut codes = vec![0i32; strings.len()];
+        let mut fresh: Vec<usize> = Vec::new();
+        for shard in 0..SHARDS {
+            let members = &by_shard[starts[shard]..starts[shard + 1]];
+            if members.is_empty() {
+                continue;
+            }
+            let mut part = lock(&self.shards[shard]);
+            fresh.clear();
+            for &i in members {
+                let (hash, bytes) = (hashes[i], strings[i].as_bytes());
+                // A value new in this batch holds a placeholder, -1 - its place in
+                // `fresh`, until the shared values give it its code below.
+                codes[i] = match part.find(hash, bytes) {
+                    Some(code) if code >= 0 => code,
+                    Some(placeholder) => placeholder,
+                    None => {
+                        let placeholder = -1 - fresh.len() as i32;
+                        part.insert(hash, bytes, placeholder);
+                        fresh.push(i);
+                        placeholder
+                    }
+                };
+            }
+            if fresh.is_empty() {
+                continue;
+            }
+            let appended = lock(&self.values).append(fresh.iter().map(|&i| strings[i]));
+            let first = match appended {
+                Ok(first) => first,
+                Err(e) => {
+                    // No placeholder may outlive this call.
+                    for &i in &fresh {
+                        part.remove(hashes[i], strings[i].as_bytes());
+                    }
+                    return Err(e);
+                }
+            };
+            for (k, &i) in fresh.iter().enumerate() {
+                part.set_code(hashes[i], strings[i].as_bytes(), first + k as i32);
+            }
+            for &i in members {
+                if codes[i] < 0 {
+                    codes[i] = first + (-1 - codes[i]);
+                }
+            }
+        }
+        Ok(codes)
     }
 
     /// A view of every value coded so far.
@@ -107,10 +256,14 @@ impl GrowingDictionary {
     }
 
     fn lock(&self) -> MutexGuard<'_, Values> {
-        // Values are only appended, each under the lock in full, so a panic elsewhere
-        // while it was held leaves them as consistent as they were.
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.values)
     }
+}
+
+/// Values and shards are only appended to, each change made in full under its lock,
+/// so a panic elsewhere while one was held leaves it as consistent as it was.
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// The strings one column's codes decode to: a fixed array, or the first `len` values
@@ -248,12 +401,16 @@ mod tests {
 
     #[test]
     fn views_decode_the_codes_that_existed_when_taken() {
+        // Values coded one call each get codes in call order (within one call the
+        // order follows the dictionary's parts).
         let dictionary = Arc::new(GrowingDictionary::default());
-        assert_eq!(dictionary.codes_of(&["x", "yy"]).unwrap(), vec![0, 1]);
+        let code = |value: &str| dictionary.codes_of(&[value]).unwrap()[0];
+        assert_eq!((code("x"), code("yy")), (0, 1));
         let early = dictionary.view();
+        assert_eq!((code("yy"), code(""), code("é€")), (1, 2, 3));
         assert_eq!(
-            dictionary.codes_of(&["yy", "", "é€"]).unwrap(),
-            vec![1, 2, 3]
+            dictionary.codes_of(&["é€", "yy", "", "x"]).unwrap(),
+            vec![3, 1, 2, 0]
         );
         let late = dictionary.view();
         assert_eq!(early.len(), 2);
@@ -277,6 +434,51 @@ mod tests {
         assert!(Arc::ptr_eq(&all, &early.values().unwrap()));
         assert_eq!(late.slice(1, 2).unwrap().value(1), "");
         assert!(late.slice(3, 2).is_err());
+    }
+
+    #[test]
+    fn partitions_coding_at_once_agree_on_dense_codes() {
+        let dictionary = Arc::new(GrowingDictionary::default());
+        let values: Vec<String> = (0..20_000).map(|i| format!("value {i}")).collect();
+        let coded: Vec<Vec<(usize, i32)>> = std::thread::scope(|scope| {
+            let workers: Vec<_> = (0..8)
+                .map(|worker| {
+                    let (dictionary, values) = (&dictionary, &values);
+                    scope.spawn(move || {
+                        // Each worker codes overlapping batches in its own order.
+                        let mut seen = Vec::new();
+                        for batch in 0..40 {
+                            let picks: Vec<usize> = (0..1_000)
+                                .map(|k| (k * 37 + batch * 503 + worker * 7_919) % values.len())
+                                .collect();
+                            let strings: Vec<&str> =
+                                picks.iter().map(|&i| values[i].as_str()).collect();
+                            let codes = dictionary.codes_of(&strings).unwrap();
+                            seen.extend(picks.into_iter().zip(codes));
+                        }
+                        seen
+                    })
+                })
+                .collect();
+            workers.into_iter().map(|w| w.join().unwrap()).collect()
+        });
+        let mut code_of = std::collections::HashMap::new();
+        for (value, code) in coded.into_iter().flatten() {
+            assert_eq!(*code_of.entry(value).or_insert(code), code, "value {value}");
+        }
+        let view = dictionary.view();
+        assert_eq!(view.coded_len(), code_of.len());
+        let mut codes: Vec<i32> = code_of.values().copied().collect();
+        codes.sort_unstable();
+        assert_eq!(codes, (0..code_of.len() as i32).collect::<Vec<_>>());
+        let all = view.values().unwrap();
+        for (value, code) in code_of {
+            assert_eq!(all.value(code as usize), values[value]);
+        }
+        // A value repeated within one batch gets one code.
+        assert_eq!(dictionary.codes_of(&["new", "new"]).unwrap().len(), 2);
+        let twice = dictionary.codes_of(&["again", "again"]).unwrap();
+        assert_eq!(twice[0], twice[1]);
     }
 
     #[test]

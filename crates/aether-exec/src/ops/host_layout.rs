@@ -23,7 +23,7 @@ use std::sync::Arc;
 
 use aether_gpu::layout::{LayoutOptions, device_form_of};
 use aether_gpu::{DeviceError, DeviceForm, HostColumn, PinnedSlab};
-use datafusion::arrow::array::{Array, AsArray, RecordBatch};
+use datafusion::arrow::array::{Array, AsArray, RecordBatch, new_null_array};
 use datafusion::arrow::buffer::{Buffer, MutableBuffer};
 use datafusion::arrow::datatypes::{ArrowNativeType, DataType, Decimal128Type, SchemaRef};
 use datafusion::arrow::util::bit_mask::set_bits;
@@ -453,6 +453,13 @@ impl ColumnBuilder {
         start: usize,
         slab: &mut [u8],
     ) -> Result<(), DeviceError> {
+        if array.data_type() == &DataType::Null && self.data_type != DataType::Null {
+            // A NULL that DataFusion folded to a literal (a scalar subquery over no
+            // rows) arrives untyped in a column of another type: upload it as that
+            // type's NULLs.
+            let typed = new_null_array(&self.data_type, array.len());
+            return self.append(typed.as_ref(), start, slab);
+        }
         let len = array.len();
         let nulls = array.logical_nulls().filter(|n| n.null_count() > 0);
         if nulls.is_some() && self.validity.is_none() {
@@ -693,11 +700,16 @@ mod tests {
             panic!("a growing builder gathers into ordinary memory");
         };
         let codes: Vec<i32> = columns[0].values.typed_data::<i32>().to_vec();
-        assert_eq!(codes, vec![0, 1, 0, 1, 2]);
+        // A NULL row carries code 0; a value keeps its code across batches.
+        assert_eq!((codes[2], codes[1]), (0, codes[3]));
         let DeviceForm::DictionaryCodes { dictionary } = &columns[0].form else {
             panic!("strings should be codes");
         };
-        assert_eq!(dictionary.values().unwrap().value(2), long);
+        let values = dictionary.values().unwrap();
+        let decoded: Vec<&str> = [0, 1, 4]
+            .map(|row| values.value(codes[row] as usize))
+            .into();
+        assert_eq!(decoded, vec!["A", "N", long]);
         assert_eq!(columns[0].null_count, 1);
         let prices: Vec<i64> = columns[1].values.typed_data::<i64>().to_vec();
         assert_eq!(prices, vec![1, 2, -5, 0, 7]);
@@ -811,8 +823,9 @@ mod tests {
         ]));
         let slab_bytes = 8 << 10;
         let dictionaries = |d: &Arc<GrowingDictionary>| vec![Some(Arc::clone(d)), None, None, None];
+        // One dictionary for both, so that equal values carry equal codes.
         let slab_dictionary = Arc::new(GrowingDictionary::default());
-        let heap_dictionary = Arc::new(GrowingDictionary::default());
+        let heap_dictionary = Arc::clone(&slab_dictionary);
         let mut slabs =
             Builder::for_slabs(&schema, &dictionaries(&slab_dictionary), slab_bytes).unwrap();
         let capacity = slabs.capacity();
@@ -872,6 +885,36 @@ mod tests {
             }
         }
         assert_eq!(start, first);
+    }
+
+    #[test]
+    fn an_untyped_null_column_uploads_as_nulls_of_the_column_type() {
+        // DataFusion can fold a scalar subquery over no rows to an untyped NULL
+        // column where the plan's schema says Int64.
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("w", DataType::Int64, true),
+            Field::new("s", DataType::Utf8View, true),
+        ]));
+        let dictionary = Arc::new(GrowingDictionary::default());
+        let mut builder = Builder::new(&schema, &[None, Some(dictionary)]).unwrap();
+        let untyped = Arc::new(Schema::new(vec![
+            Field::new("w", DataType::Null, true),
+            Field::new("s", DataType::Null, true),
+        ]));
+        let nulls: Arc<dyn Array> = Arc::new(datafusion::arrow::array::NullArray::new(3));
+        let batch = RecordBatch::try_new(untyped, vec![Arc::clone(&nulls), nulls]).unwrap();
+        builder.append(&batch).unwrap();
+        let GatheredChunk::Heap { rows, columns } = builder.take().unwrap() else {
+            panic!("a growing builder gathers into ordinary memory");
+        };
+        assert_eq!(rows, 3);
+        assert_eq!(columns[0].values.typed_data::<i64>(), &[0, 0, 0]);
+        assert_eq!(columns[1].values.typed_data::<i32>(), &[0, 0, 0]);
+        for column in &columns {
+            assert_eq!(column.null_count, 3);
+            let validity = column.validity.as_ref().unwrap();
+            assert_eq!(validity.as_slice()[0] & 0b111, 0);
+        }
     }
 
     #[test]

@@ -41,12 +41,14 @@ pub struct CostModel {
     pub cpu_aggregate_call_ns: f64,
     pub cpu_topk_row_ns: f64,
     pub cpu_sort_compare_ns: f64,
-    /// Nanoseconds per value to code strings on the host: a column of many distinct
-    /// values (one value at a time), and per core one of few distinct long or short
-    /// values.
+    /// Nanoseconds per value to code strings on the host: per core, a column of many
+    /// distinct values (hashed, then looked up in one of the dictionary's shards) and
+    /// one of few distinct long or short values (found by view); and, on one core at a
+    /// time, appending a new value to the column's dictionary.
     pub host_string_code_ns: f64,
     pub host_long_string_ns: f64,
     pub host_short_string_ns: f64,
+    pub host_string_append_ns: f64,
 }
 
 impl Default for CostModel {
@@ -72,9 +74,20 @@ impl Default for CostModel {
             cpu_aggregate_call_ns: 5.0,
             cpu_topk_row_ns: 15.0,
             cpu_sort_compare_ns: 10.0,
-            host_string_code_ns: 150.0,
-            host_long_string_ns: 50.0,
+            // Many distinct values, measured with the sharded dictionary (H100 host, 16
+            // cores, SF10, 2026-12-07, gather summed over partitions in EXPLAIN
+            // ANALYZE): one partition alone codes `supplier`'s four columns at about
+            // 250 ns a value; sixteen at once take about 470 ns a value summed for
+            // `c_name` (Q18) and 750-790 for `c_phone` (Q22) and `customer`'s four
+            // columns (Q10), about 45 ns a value of wall time: 250 ns a value a core
+            // plus 30 ns serialized on the shared values. (Before sharding, 1.5 M
+            // `c_name` values took about 230 ms, one at a time under one lock.) Few long
+            // values (`l_shipinstruct`) were hashed per row (about 50 ns a row a core)
+            // before the view cache learnt long values.
+            host_string_code_ns: 250.0,
+            host_long_string_ns: 6.0,
             host_short_string_ns: 3.0,
+            host_string_append_ns: 30.0,
         }
     }
 }

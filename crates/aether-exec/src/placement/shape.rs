@@ -5,13 +5,13 @@
 //! - group keys other than strings (order keys, part keys: up to millions of groups):
 //!   the GPU table grows through overflow passes and every group comes back over PCIe
 //!   to the CPU's final aggregate (Q13, Q15, Q18, Q20 took 1.2-2.6x the CPU's time);
-//! - strings that miss the gatherer's fast path (values longer than 12 bytes or more
-//!   than a handful of distinct values) are coded through hash maps and one shared
-//!   dictionary on the host (Q14, Q16, Q22 took 1.3-24x the CPU's time).
+//! - strings that miss the gatherer's fast path (more than a handful of distinct
+//!   values, or not `Utf8View`) are coded through hash maps and a shared dictionary
+//!   on the host (Q14, Q16, Q22 took 1.3-24x the CPU's time).
 //!
 //! So `auto` moves a segment only when its keys are strings (or it has none) and, when
 //! its input comes from host memory, every string column is a scan of an in-memory
-//! table whose first batch shows short values of few distinct strings.
+//! table whose first batch shows few distinct strings.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -24,8 +24,6 @@ use datafusion::physical_plan::repartition::RepartitionExec;
 use crate::codegen::aggregate::AggregateSpec;
 use crate::memory_table::memory_source;
 
-/// Longest string the gatherer codes through its view cache.
-const SHORT_STRING_BYTES: usize = 12;
 /// Most distinct strings the gatherer's view cache holds per column.
 const FEW_DISTINCT: usize = 16;
 /// Rows of the first batch looked at.
@@ -72,10 +70,10 @@ pub fn kept_for_shape(
         let Some(column) = first.column_by_name(name) else {
             return Some(format!("string column {name} could not be sampled"));
         };
-        if !short_and_few(column.as_ref()) {
+        if !few_distinct(column.as_ref()) {
             return Some(format!(
-                "string column {name} holds long or many distinct values, which the host \
-                 codes slowly"
+                "string column {name} holds many distinct values, which the host codes \
+                 slowly"
             ));
         }
     }
@@ -102,7 +100,7 @@ pub fn few_groups(spec: &AggregateSpec, source: &Arc<dyn ExecutionPlan>) -> bool
         let any: &dyn datafusion::physical_expr::PhysicalExpr = key.as_ref();
         any.downcast_ref::<datafusion::physical_expr::expressions::Column>()
             .and_then(|column| first.column_by_name(column.name()))
-            .is_some_and(|column| short_and_few(column.as_ref()))
+            .is_some_and(|column| few_distinct(column.as_ref()))
     })
 }
 
@@ -117,8 +115,8 @@ fn first_batch(source: &Arc<dyn ExecutionPlan>) -> Option<datafusion::arrow::arr
         .cloned()
 }
 
-/// Whether the first rows of `column` are short strings of few distinct values.
-fn short_and_few(column: &dyn Array) -> bool {
+/// Whether the first rows of `column` are `Utf8View` strings of few distinct values.
+fn few_distinct(column: &dyn Array) -> bool {
     let column = column.slice(0, column.len().min(SAMPLE_ROWS));
     // Only `Utf8View` values are coded through the view cache; `Utf8` is hashed per row.
     match column.data_type() {
@@ -130,9 +128,6 @@ fn short_and_few(column: &dyn Array) -> bool {
 fn sample<'a>(values: impl Iterator<Item = Option<&'a str>>) -> bool {
     let mut seen: HashSet<&str> = HashSet::new();
     for value in values.flatten() {
-        if value.len() > SHORT_STRING_BYTES {
-            return false;
-        }
         seen.insert(value);
         if seen.len() > FEW_DISTINCT {
             return false;
@@ -148,19 +143,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_short_strings_of_few_values_code_cheaply() {
+    fn only_view_strings_of_few_values_code_cheaply() {
         let flags = StringViewArray::from_iter_values((0..10_000).map(|i| ["A", "N", "R"][i % 3]));
-        assert!(short_and_few(&flags));
+        assert!(few_distinct(&flags));
         let phones = StringViewArray::from_iter_values((0..10_000).map(|i| format!("{i:08}")));
-        assert!(!short_and_few(&phones), "many distinct values");
+        assert!(!few_distinct(&phones), "many distinct values");
         let long = StringViewArray::from(vec![Some("PROMO BURNISHED COPPER"), None]);
-        assert!(!short_and_few(&long), "longer than a view holds");
-        let with_nulls = StringViewArray::from(vec![None, Some("x"), None]);
-        assert!(short_and_few(&with_nulls));
-        let offsets = StringArray::from(vec![Some("x"), Some("y")]);
         assert!(
-            !short_and_few(&offsets),
-            "offset strings are hashed per row"
+            few_distinct(&long),
+            "long values are found by length and prefix"
         );
+        let with_nulls = StringViewArray::from(vec![None, Some("x"), None]);
+        assert!(few_distinct(&with_nulls));
+        let offsets = StringArray::from(vec![Some("x"), Some("y")]);
+        assert!(!few_distinct(&offsets), "offset strings are hashed per row");
     }
 }

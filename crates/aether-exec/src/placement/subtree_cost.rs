@@ -407,11 +407,10 @@ impl Walker<'_> {
 
     /// Host time to code the string columns a kernel needs as codes, and the bytes of
     /// those it only tests, which upload as offsets and bytes. Measured on the H200
-    /// (2026-12-07, EXPLAIN ANALYZE at SF10): short values of few distinct strings code
-    /// through a view cache at a few ns a row on every core; longer ones of few
-    /// distinct strings are hashed per row (`l_shipinstruct`, about 50 ns a row a
-    /// core); many distinct values go through one growing dictionary per column, one
-    /// insert at a time (`c_name`, 1.5 M values in about 230 ms).
+    /// (2026-12-07, EXPLAIN ANALYZE at SF10): values of few distinct strings code
+    /// through a view cache at a few ns a row on every core; many distinct values are
+    /// hashed and looked up by every core in the column's sharded dictionary, and only
+    /// appending a new value is serial (see [`CostModel::host_string_code_ns`]).
     fn strings_seconds(
         &self,
         plan: &Arc<dyn ExecutionPlan>,
@@ -430,13 +429,15 @@ impl Walker<'_> {
                 .as_ref()
                 .map(|batch| StringShape::of(batch.column(i).as_ref()));
             let Some(shape) = shape else {
-                serial += rows * m.host_string_code_ns;
+                parallel += rows * m.host_string_code_ns;
+                serial += rows * m.host_string_append_ns;
                 continue;
             };
             if needed.is_some_and(|n| !n.contains(field.name())) {
                 tested_bytes += rows * shape.mean_bytes;
             } else if !shape.few {
-                serial += rows * m.host_string_code_ns;
+                parallel += rows * m.host_string_code_ns;
+                serial += rows * m.host_string_append_ns;
             } else if shape.longest > SHORT_STRING_BYTES {
                 parallel += rows * m.host_long_string_ns;
             } else {
