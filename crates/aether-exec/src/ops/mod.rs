@@ -34,7 +34,7 @@ mod join_table;
 mod resident;
 mod row_compaction;
 mod sort_kernels;
-mod string_codes;
+pub(crate) mod string_codes;
 
 pub use device_to_host::DeviceToHostExec;
 pub use gpu_hash_join::{GpuHashJoinExec, GpuJoinSpec, JoinSide};

@@ -38,7 +38,7 @@ const INLINE_BYTES: u32 = 12;
 
 impl ViewCodeCache {
     /// Columns with more values than this code the rest through the batch path.
-    const MAX_ENTRIES: usize = 16;
+    pub const MAX_ENTRIES: usize = 16;
 
     /// The code of the value with `view`, whose bytes `value` reads.
     fn get<'a>(&self, view: u128, value: impl FnOnce() -> &'a [u8]) -> Option<i32> {

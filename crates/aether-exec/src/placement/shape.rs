@@ -25,7 +25,7 @@ use crate::codegen::aggregate::AggregateSpec;
 use crate::memory_table::memory_source;
 
 /// Most distinct strings the gatherer's view cache holds per column.
-const FEW_DISTINCT: usize = 16;
+const FEW_DISTINCT: usize = crate::ops::string_codes::ViewCodeCache::MAX_ENTRIES;
 /// Rows of the first batch looked at.
 const SAMPLE_ROWS: usize = 4096;
 

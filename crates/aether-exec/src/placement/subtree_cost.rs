@@ -50,8 +50,10 @@ const DEFAULT_SELECTIVITY: f64 = 0.2;
 const UNKNOWN_ROWS: f64 = 1.0e6;
 /// Rows of each partition's first batch a filter is tried on.
 const SAMPLE_ROWS: usize = 2048;
-/// Strings longer than this miss the gatherer's view cache; more distinct ones than
-/// [`FEW_DISTINCT`] in a sample go through a dictionary one value at a time.
+/// Strings longer than this are found in the gatherer's view cache by their bytes, not
+/// their view alone. Columns with at most [`FEW_DISTINCT`] distinct values in a sample
+/// code at a few ns a row (the view cache, or each batch's few distinct values looked up
+/// once); more are charged per value as many-valued.
 const SHORT_STRING_BYTES: usize = 12;
 const FEW_DISTINCT: usize = 64;
 
