@@ -129,9 +129,10 @@ impl HostToDeviceExec {
         memory_source(self.input.as_ref()).filter(|memory| DataSource::fetch(*memory).is_none())
     }
 
-    /// The batches of the in-memory table this upload scans itself, per partition,
-    /// with the scan's projection applied; `None` when the input is not such a scan.
-    fn scanned_partitions(&self) -> Result<Option<Vec<Vec<RecordBatch>>>> {
+    /// The batches of the in-memory table this upload scans itself, with the scan's
+    /// projection applied, in at least `parallelism` parts when it has the rows for
+    /// them ([`spread_rows`]); `None` when the input is not such a scan.
+    fn scanned_partitions(&self, parallelism: usize) -> Result<Option<Vec<Vec<RecordBatch>>>> {
         let Some(memory) = self.scanned_table() else {
             return Ok(None);
         };
@@ -144,7 +145,7 @@ impl HostToDeviceExec {
             .iter()
             .map(|batches| batches.iter().map(project).collect::<Result<Vec<_>, _>>())
             .collect::<Result<Vec<_>, _>>()?;
-        Ok(Some(partitions))
+        Ok(Some(spread_rows(partitions, parallelism)))
     }
 
     fn dictionaries(&self) -> Vec<Option<Arc<GrowingDictionary>>> {
@@ -209,6 +210,45 @@ impl HostToDeviceExec {
         .filter_map(|()| async { None });
         Ok(uploads.chain(keep).boxed())
     }
+}
+
+/// Fewest rows a part of [`spread_rows`] gets: below this, another task costs more
+/// than the rows it would gather.
+const MIN_ROWS_PER_PART: usize = 4 * 1024;
+
+/// `partitions` cut into `parallelism` parts of contiguous rows (zero-copy slices)
+/// when there are fewer partitions than that and rows enough for each part to get
+/// [`MIN_ROWS_PER_PART`]; otherwise unchanged. Each part is gathered by its own task,
+/// so a table kept in one partition (TPC-H's `supplier`: 100,000 rows at SF10, four
+/// many-valued string columns) is coded by every core, not one. An upload promises
+/// no row order, so the parts may finish in any order.
+fn spread_rows(partitions: Vec<Vec<RecordBatch>>, parallelism: usize) -> Vec<Vec<RecordBatch>> {
+    let rows: usize = partitions.iter().flatten().map(RecordBatch::num_rows).sum();
+    let parts = parallelism.min(rows / MIN_ROWS_PER_PART);
+    if partitions.len() >= parts {
+        return partitions;
+    }
+    let per_part = rows.div_ceil(parts);
+    let mut spread: Vec<Vec<RecordBatch>> = Vec::with_capacity(parts);
+    let mut part = Vec::new();
+    let mut filled = 0;
+    for batch in partitions.into_iter().flatten() {
+        let mut offset = 0;
+        while offset < batch.num_rows() {
+            let take = (per_part - filled).min(batch.num_rows() - offset);
+            part.push(batch.slice(offset, take));
+            offset += take;
+            filled += take;
+            if filled == per_part {
+                spread.push(std::mem::take(&mut part));
+                filled = 0;
+            }
+        }
+    }
+    if !part.is_empty() {
+        spread.push(part);
+    }
+    spread
 }
 
 /// How a partition's rows are cut into chunks.
@@ -510,7 +550,7 @@ impl HostToDeviceExec {
         context: Arc<TaskContext>,
         chunking: Chunking,
     ) -> Result<DeviceStream> {
-        let scanned = self.scanned_partitions()?;
+        let scanned = self.scanned_partitions(context.session_config().target_partitions())?;
         let partitions = scanned.as_ref().map_or_else(
             || self.input.output_partitioning().partition_count(),
             Vec::len,
@@ -591,5 +631,59 @@ impl HostToDeviceExec {
             })
             .boxed(),
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use datafusion::arrow::array::{Array, Int32Array};
+    use datafusion::arrow::datatypes::{DataType, Field, Schema};
+
+    use super::*;
+
+    fn batch(start: i32, rows: i32) -> RecordBatch {
+        let schema = Arc::new(Schema::new(vec![Field::new("a", DataType::Int32, false)]));
+        let values = Int32Array::from_iter_values(start..start + rows);
+        RecordBatch::try_new(schema, vec![Arc::new(values)]).unwrap()
+    }
+
+    fn values(parts: &[Vec<RecordBatch>]) -> Vec<i32> {
+        parts
+            .iter()
+            .flatten()
+            .flat_map(|b| {
+                let column = b.column(0).as_any().downcast_ref::<Int32Array>().unwrap();
+                column.values().to_vec()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn one_large_partition_is_spread_over_the_cores_without_losing_a_row() {
+        let rows = 100_000;
+        let one = vec![vec![batch(0, 50_000), batch(50_000, rows - 50_000)]];
+        let spread = spread_rows(one, 16);
+        assert_eq!(spread.len(), 16);
+        assert!(
+            spread
+                .iter()
+                .all(|p| p.iter().map(|b| b.num_rows()).sum::<usize>() == 6_250)
+        );
+        assert_eq!(values(&spread), (0..rows).collect::<Vec<_>>());
+        // 20,000 rows give four parts of at least 4,096 rows, not sixteen.
+        let few = spread_rows(vec![vec![batch(0, 20_000)]], 16);
+        assert_eq!(few.len(), 4);
+        assert_eq!(values(&few), (0..20_000).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn small_or_already_spread_tables_are_left_alone() {
+        let small = vec![vec![batch(0, 25)]];
+        assert_eq!(spread_rows(small, 16).len(), 1);
+        let many: Vec<Vec<RecordBatch>> =
+            (0..16).map(|p| vec![batch(p * 100_000, 100_000)]).collect();
+        assert_eq!(spread_rows(many, 16).len(), 16);
+        let none: Vec<Vec<RecordBatch>> = Vec::new();
+        assert!(spread_rows(none, 16).is_empty());
     }
 }

@@ -586,7 +586,7 @@ impl Placer<'_> {
         takes_device: bool,
     ) -> Result<Arc<dyn ExecutionPlan>> {
         let top = Arc::clone(&chain.nodes[0]);
-        let kernels = match self.decide_rows(&chain) {
+        let kernels = match self.decide_rows(&chain, takes_device) {
             Ok(kernels) => kernels,
             Err((mark, reasons)) => {
                 // Cut at the first exchange: the part above is placed on its own, and
@@ -633,7 +633,7 @@ impl Placer<'_> {
         // An upload may send many-valued strings the segment only tests as bytes.
         let chosen = self.uploads(&source).then(|| {
             string_bytes::choose(&string_bytes::candidates(&source), |columns| {
-                rows::row_segment_kernels(&chain, columns)
+                rows::row_segment_kernels(&chain, columns, takes_device)
             })
         });
         let (kernels, bytes) = chosen.flatten().unwrap_or((kernels, Vec::new()));
@@ -893,13 +893,16 @@ impl Placer<'_> {
         ))
     }
 
-    /// The kernels of a row segment, or why it stays on the CPU.
+    /// The kernels of a row segment, or why it stays on the CPU. A chain whose rows a
+    /// GPU operator reads (`feeds_gpu`) is not weighed on its own: they go to the device
+    /// either way.
     fn decide_rows(
         &self,
         chain: &RowChain,
+        feeds_gpu: bool,
     ) -> std::result::Result<RowKernels, (Mark, Vec<PlacementReason>)> {
-        let kernels = rows::row_segment_kernels(chain, &[])?;
-        if !self.auto() {
+        let kernels = rows::row_segment_kernels(chain, &[], feeds_gpu)?;
+        if !self.auto() || feeds_gpu {
             return Ok(kernels);
         }
         let kept = |text: String| {

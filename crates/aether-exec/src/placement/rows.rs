@@ -14,6 +14,8 @@
 //! With `auto`, a row segment moves only when its input is resident on the GPU and
 //! the cost model predicts a gain: from host memory its input crosses PCIe one way and
 //! its rows the other, then CPU operators read them, which the CPU's own filter beats.
+//! A chain whose rows a GPU operator reads (a join's input) moves whenever it can,
+//! even one that only selects columns: its rows are on the device either way.
 
 use std::sync::Arc;
 
@@ -107,14 +109,18 @@ fn selects_only(chain: &[Arc<dyn ExecutionPlan>]) -> bool {
 }
 
 /// Why the chain cannot run on the GPU, or its kernels.
-/// `string_bytes` are the input string columns uploaded as offsets and bytes.
+/// `string_bytes` are the input string columns uploaded as offsets and bytes;
+/// `feeds_gpu` says a GPU operator reads the chain's rows, which are then on the device
+/// whether the chain runs there or not, so a chain that only selects columns costs no
+/// transfer there (a projection between a GPU aggregate and a GPU join).
 pub(super) fn row_segment_kernels(
     chain: &RowChain,
     string_bytes: &[usize],
+    feeds_gpu: bool,
 ) -> Result<RowKernels, (Mark, Vec<PlacementReason>)> {
     let not_on_gpu = |code, text: String| (Mark::NotOnGpu, vec![PlacementReason::new(code, text)]);
     let top = &chain.nodes[0];
-    if selects_only(&chain.nodes) {
+    if !feeds_gpu && selects_only(&chain.nodes) {
         return Err(not_on_gpu(
             ReasonCode::UnsupportedOperator,
             "it only selects columns, which moving to the GPU would only add transfers to".into(),

@@ -430,20 +430,19 @@ impl Walker<'_> {
             let shape = sample
                 .as_ref()
                 .map(|batch| StringShape::of(batch.column(i).as_ref()));
-            let Some(shape) = shape else {
-                parallel += rows * m.host_string_code_ns;
-                serial += rows * m.host_string_append_ns;
-                continue;
-            };
-            if needed.is_some_and(|n| !n.contains(field.name())) {
-                tested_bytes += rows * shape.mean_bytes;
-            } else if !shape.few {
-                parallel += rows * m.host_string_code_ns;
-                serial += rows * m.host_string_append_ns;
-            } else if shape.longest > SHORT_STRING_BYTES {
-                parallel += rows * m.host_long_string_ns;
-            } else {
-                parallel += rows * m.host_short_string_ns;
+            match shape {
+                Some(shape) if needed.is_some_and(|n| !n.contains(field.name())) => {
+                    tested_bytes += rows * shape.mean_bytes;
+                }
+                Some(shape) if shape.few && shape.longest > SHORT_STRING_BYTES => {
+                    parallel += rows * m.host_long_string_ns;
+                }
+                Some(shape) if shape.few => parallel += rows * m.host_short_string_ns,
+                // Many distinct values, or none sampled: coded through the dictionary.
+                _ => {
+                    parallel += rows * m.host_string_code_ns;
+                    serial += rows * m.host_string_append_ns;
+                }
             }
         }
         let bytes = tested_bytes / (m.gather_per_core * self.cores()) + tested_bytes / m.pcie;
