@@ -143,13 +143,15 @@ fn evaluate_lookup(
     lookup: &DictionaryLookup,
     strings: &StringArray,
 ) -> Result<Vec<u8>, DeviceError> {
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let threads = cores.min(strings.len() / LOOKUP_VALUES_PER_THREAD);
-    if threads <= 1 {
+    // Most batches add few values: they never ask how many cores there are (which
+    // reads the process's cgroup limits).
+    if strings.len() < 2 * LOOKUP_VALUES_PER_THREAD {
         return evaluate_lookup_slice(lookup, strings);
     }
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let threads = cores.min(strings.len() / LOOKUP_VALUES_PER_THREAD).max(1);
     let per_thread = strings.len().div_ceil(threads);
-    let results = std::thread::scope(|scope| {
+    let slices = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..strings.len())
             .step_by(per_thread)
             .map(|start| {
@@ -167,13 +169,9 @@ fn evaluate_lookup(
                     ))
                 })
             })
-            .collect::<Vec<_>>()
-    });
-    let mut flags = Vec::with_capacity(strings.len());
-    for result in results {
-        flags.extend(result?);
-    }
-    Ok(flags)
+            .collect::<Result<Vec<_>, _>>()
+    })?;
+    Ok(slices.concat())
 }
 
 /// [`evaluate_lookup`] over one slice of the values, on the calling thread.

@@ -456,7 +456,7 @@ impl Walker<'_> {
                     parallel += rows * m.host_long_string_ns;
                 }
                 Some(shape) if shape.few => parallel += rows * m.host_short_string_ns,
-                Some(shape) if shape.distinct_share <= REPEATED_SHARE => {
+                Some(shape) if shape.distinct_share() <= REPEATED_SHARE => {
                     let new = shape.distinct_estimate(rows);
                     parallel += rows * m.host_repeated_string_ns + new * m.host_string_code_ns;
                     serial += new * m.host_string_append_ns;
@@ -477,8 +477,7 @@ impl Walker<'_> {
 struct StringShape {
     /// At most [`FEW_DISTINCT`] distinct values.
     few: bool,
-    /// Distinct values over non-NULL values sampled.
-    distinct_share: f64,
+    /// Distinct and non-NULL values sampled.
     distinct: usize,
     sampled: usize,
     longest: usize,
@@ -486,6 +485,11 @@ struct StringShape {
 }
 
 impl StringShape {
+    /// Distinct values over non-NULL values sampled.
+    fn distinct_share(&self) -> f64 {
+        self.distinct as f64 / self.sampled.max(1) as f64
+    }
+
     /// Distinct values in `rows` rows of a column whose sample repeats values: the
     /// sample's distinct count grown with the square root of the rows it stands for, at
     /// most `rows`. An upper bound for a column of fixed values (150 part types in a
@@ -508,7 +512,6 @@ impl StringShape {
         let total: usize = present.iter().map(|v| v.len()).sum();
         Self {
             few: distinct.len() <= FEW_DISTINCT,
-            distinct_share: distinct.len() as f64 / present.len().max(1) as f64,
             distinct: distinct.len(),
             sampled: present.len(),
             longest: present.iter().map(|v| v.len()).max().unwrap_or(0),
@@ -666,13 +669,13 @@ mod tests {
     fn repeating_strings_are_charged_for_their_distinct_values_only() {
         let types = StringArray::from_iter_values((0..2048).map(|i| format!("TYPE {}", i % 150)));
         let shape = StringShape::of(&types);
-        assert!(!shape.few && shape.distinct_share <= REPEATED_SHARE);
+        assert!(!shape.few && shape.distinct_share() <= REPEATED_SHARE);
         let new = shape.distinct_estimate(2.0e6);
         assert!((150.0..5_000.0).contains(&new), "{new}");
         // Never more than the rows themselves.
         assert_eq!(shape.distinct_estimate(100.0), 100.0);
         let phones = StringArray::from_iter_values((0..2048).map(|i| format!("27-{i:07}")));
-        assert!(StringShape::of(&phones).distinct_share > REPEATED_SHARE);
+        assert!(StringShape::of(&phones).distinct_share() > REPEATED_SHARE);
     }
 
     #[tokio::test]
