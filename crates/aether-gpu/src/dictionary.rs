@@ -246,6 +246,24 @@ impl GrowingDictionary {
         Ok(codes)
     }
 
+    /// How many values have codes.
+    pub fn len(&self) -> usize {
+        self.lock().count()
+    }
+
+    /// Whether no value has a code yet.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Host bytes held: every value's bytes twice (by code, and in its lookup part)
+    /// and, per value, its end offset and lookup entry.
+    pub fn heap_bytes(&self) -> usize {
+        let values = self.lock();
+        let per_value = size_of::<usize>() + size_of::<Entry>() + 1;
+        2 * values.bytes.len() + values.count() * per_value
+    }
+
     /// A view of every value coded so far.
     pub fn view(self: &Arc<Self>) -> Dictionary {
         let len = self.lock().count();

@@ -251,6 +251,72 @@ async fn random_aggregates_match_the_cpu() {
     }
 }
 
+/// A table of `rows` rows with a many-valued name (three rows each), a
+/// few-valued flag with NULLs and a number; its name arrays are returned too.
+fn named_table(rows: usize, tag: &str) -> (MemTable, Vec<ArrayRef>) {
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("name", DataType::Utf8View, true),
+        Field::new("flag", DataType::Utf8View, true),
+        Field::new("n", DataType::Int64, false),
+    ]));
+    let mut partitions = vec![Vec::new(); 4];
+    let mut names = Vec::new();
+    for start in (0..rows).step_by(10_000) {
+        let range = start..(start + 10_000).min(rows);
+        let name: ArrayRef =
+            Arc::new(StringViewArray::from_iter(range.clone().map(|i| {
+                (i % 17 != 5).then(|| format!("{tag} customer {:>9}", i - i % 3))
+            })));
+        let flag: ArrayRef = Arc::new(StringViewArray::from_iter(
+            range
+                .clone()
+                .map(|i| (i % 11 != 0).then(|| ["F", "O", "P"][i % 3])),
+        ));
+        let n: ArrayRef = Arc::new(Int64Array::from_iter_values(range.map(|i| i as i64)));
+        names.push(Arc::clone(&name));
+        let batch = RecordBatch::try_new(Arc::clone(&schema), vec![name, flag, n]).unwrap();
+        partitions[start / 10_000 % 4].push(batch);
+    }
+    (MemTable::try_new(schema, partitions).unwrap(), names)
+}
+
+/// An in-memory table's string codes are kept after its first upload and serve the
+/// next queries; a table registered again under the same name is coded anew.
+#[tokio::test]
+#[ignore = "needs a GPU"]
+async fn kept_string_codes_serve_later_queries_and_never_a_replaced_table() {
+    use aether_exec::ops::StringCodeCache;
+    let queries = [
+        "select name, count(*), sum(n) from t group by name",
+        "select flag, name, max(n) from t where n % 7 = 1 group by flag, name",
+        "select flag, count(*) from t where name like '%customer   1%' group by flag",
+    ];
+    let (cpu, gpu) = (context("cpu"), context("gpu"));
+    for (tag, rows) in [("first", 250_003), ("second", 120_000)] {
+        let (table, names) = named_table(rows, tag);
+        let table: Arc<dyn datafusion::catalog::TableProvider> = Arc::new(table);
+        for context in [&cpu, &gpu] {
+            let _ = context.session().deregister_table("t");
+            context
+                .session()
+                .register_table("t", Arc::clone(&table))
+                .unwrap();
+        }
+        for _ in 0..2 {
+            for sql in queries {
+                assert!(
+                    compare(&cpu, &gpu, sql).await,
+                    "{sql} did not run on the GPU"
+                );
+            }
+        }
+        assert!(
+            StringCodeCache::shared().contains(&names),
+            "the {tag} table's names are not kept"
+        );
+    }
+}
+
 /// A context on `engine` with more target partitions than the random table has, so
 /// DataFusion puts a round-robin exchange between the scan and the aggregate.
 fn wide_context(engine: &str) -> AetherContext {

@@ -25,7 +25,9 @@ use aether_gpu::layout::{LayoutOptions, device_form_of};
 use aether_gpu::{DeviceError, DeviceForm, HostColumn, PinnedSlab};
 use datafusion::arrow::array::{Array, AsArray, RecordBatch, new_null_array};
 use datafusion::arrow::buffer::{Buffer, MutableBuffer};
-use datafusion::arrow::datatypes::{ArrowNativeType, DataType, Decimal128Type, SchemaRef};
+use datafusion::arrow::datatypes::{
+    ArrowNativeType, DataType, Decimal128Type, Int32Type, SchemaRef,
+};
 use datafusion::arrow::util::bit_mask::set_bits;
 
 use super::string_codes::{ViewCodeCache, write_codes};
@@ -504,6 +506,12 @@ impl ColumnBuilder {
         }
         let out = extend(&mut self.values, slab, start * width, len * width);
         if let Some(dictionary) = &self.dictionary {
+            if let Some(codes) = array.as_primitive_opt::<Int32Type>() {
+                // An in-memory table's kept codes, made with this very dictionary
+                // (`string_code_cache`); NULL rows hold 0, as written codes do.
+                typed::<i32>(out)?.copy_from_slice(codes.values());
+                return Ok(());
+            }
             return write_codes(typed::<i32>(out)?, array, dictionary, &mut self.view_codes);
         }
         match &self.form {
@@ -646,7 +654,9 @@ pub(crate) mod test_slab {
 mod tests {
     use std::sync::Arc;
 
-    use datafusion::arrow::array::{BooleanArray, Decimal128Array, Int32Array, StringViewArray};
+    use datafusion::arrow::array::{
+        ArrayRef, BooleanArray, Decimal128Array, Int32Array, StringViewArray,
+    };
     use datafusion::arrow::datatypes::{Field, Schema};
     use datafusion::arrow::util::bit_util::get_bit;
 
@@ -719,6 +729,58 @@ mod tests {
         assert!(columns[2].validity.is_none());
         assert_eq!(columns[2].values.typed_data::<i32>(), &[1, 2, 3, 4, 5]);
         assert_eq!(builder.rows(), 0);
+    }
+
+    #[test]
+    fn kept_codes_gather_as_the_strings_they_code() {
+        use super::super::scan_rows::{Rows, ScanPiece};
+        use super::super::string_code_cache::CodedColumn;
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("name", DataType::Utf8View, true),
+            Field::new("n", DataType::Int32, false),
+        ]));
+        let names: Vec<Option<String>> = (0..300)
+            .map(|i| (i % 7 != 3).then(|| format!("customer number {}", i / 2)))
+            .collect();
+        let array: ArrayRef = Arc::new(StringViewArray::from_iter(names.iter().cloned()));
+        let column = CodedColumn::code(&[Arc::clone(&array)]).unwrap();
+        let batch = RecordBatch::try_new(
+            Arc::clone(&schema),
+            vec![array, Arc::new(Int32Array::from_iter_values(0..300))],
+        )
+        .unwrap();
+        let coded_schema = Arc::new(Schema::new(vec![
+            Field::new("name", DataType::Int32, true),
+            Field::new("n", DataType::Int32, false),
+        ]));
+        let piece = ScanPiece {
+            batch,
+            codes: vec![(0, column.codes[0].clone())],
+        };
+        let rows = piece.slice(10, 200).prepare(None, &coded_schema).unwrap();
+        let mut builder =
+            Builder::new(&schema, &[Some(Arc::clone(&column.dictionary)), None]).unwrap();
+        builder.append(&rows).unwrap();
+        let GatheredChunk::Heap { columns, .. } = builder.take().unwrap() else {
+            panic!("a growing builder gathers into ordinary memory");
+        };
+        let DeviceForm::DictionaryCodes { dictionary } = &columns[0].form else {
+            panic!("strings should be codes");
+        };
+        let codes = Int32Array::new(columns[0].values.typed_data::<i32>().to_vec().into(), None);
+        let decoded = dictionary.decode(&codes).unwrap();
+        let validity = columns[0].validity.as_ref().unwrap();
+        for (row, expected) in names[10..210].iter().enumerate() {
+            let valid = get_bit(validity.as_slice(), row);
+            assert_eq!(valid, expected.is_some(), "row {row}");
+            if let Some(name) = expected {
+                assert_eq!(decoded.value(row), name.as_str(), "row {row}");
+            }
+        }
+        assert_eq!(
+            columns[0].null_count,
+            names[10..210].iter().filter(|n| n.is_none()).count()
+        );
     }
 
     #[test]

@@ -19,7 +19,8 @@ use std::fmt;
 use std::sync::Arc;
 
 use aether_gpu::{DeviceBatch, DeviceBuffer, DeviceColumn, DeviceError, GpuDevice, HostColumn};
-use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::arrow::array::ArrayRef;
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::datasource::source::DataSource;
@@ -34,10 +35,12 @@ use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, ExecutionPlanProperties, Partitioning,
     PlanProperties,
 };
-use futures::StreamExt;
+use futures::{StreamExt, TryStreamExt};
 
 use super::host_layout::{CHUNK_STRING_BYTES, ChunkBuilder, GatheredChunk, PinnedChunk};
 use super::resident::ResidentTables;
+use super::scan_rows::{ScanPiece, spread_rows};
+use super::string_code_cache::{CodedColumn, StringCodeCache, table_column_arrays};
 use super::{DeviceExec, DeviceStream, device_error};
 use crate::memory_table::memory_source;
 use aether_gpu::dictionary::GrowingDictionary;
@@ -45,7 +48,7 @@ use aether_gpu::dictionary::GrowingDictionary;
 const OWNER: &str = "HostToDeviceExec";
 
 /// Uploads its CPU input to the GPU in large batches.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct HostToDeviceExec {
     input: Arc<dyn ExecutionPlan>,
     device: Arc<GpuDevice>,
@@ -53,6 +56,9 @@ pub struct HostToDeviceExec {
     resident: Option<Arc<ResidentTables>>,
     /// String columns sent as offsets and bytes instead of codes (ascending).
     string_bytes: Vec<usize>,
+    /// A filter evaluated on the host before gathering (see [`super::scan_rows`]);
+    /// not applied to inputs kept resident, which serve every query.
+    host_filter: Option<Arc<dyn PhysicalExpr>>,
     properties: Arc<PlanProperties>,
     metrics: ExecutionPlanMetricsSet,
 }
@@ -104,6 +110,7 @@ impl HostToDeviceExec {
             batch_bytes: batch_bytes.max(1 << 20),
             resident,
             string_bytes: Vec::new(),
+            host_filter: None,
             properties: Arc::new(properties),
             metrics: ExecutionPlanMetricsSet::new(),
         }
@@ -119,6 +126,13 @@ impl HostToDeviceExec {
         self
     }
 
+    /// Drops the rows `predicate` (over the input's columns) does not keep before
+    /// gathering them, except when the input is kept resident.
+    pub fn with_host_filter(mut self, predicate: Option<Arc<dyn PhysicalExpr>>) -> Self {
+        self.host_filter = predicate;
+        self
+    }
+
     pub fn input(&self) -> &Arc<dyn ExecutionPlan> {
         &self.input
     }
@@ -129,36 +143,98 @@ impl HostToDeviceExec {
         memory_source(self.input.as_ref()).filter(|memory| DataSource::fetch(*memory).is_none())
     }
 
+    /// The string columns this upload sends as codes, by output column.
+    fn coded_columns(&self) -> Vec<usize> {
+        let schema = self.input.schema();
+        (0..schema.fields().len())
+            .filter(|i| schema.field(*i).data_type().is_string() && !self.string_bytes.contains(i))
+            .collect()
+    }
+
+    /// For each coded string column of the in-memory table this upload scans, the
+    /// table's arrays of it (one per batch, in partition order): their codes are kept
+    /// across queries ([`StringCodeCache`]). Empty for other inputs.
+    fn table_string_columns(&self) -> Vec<(usize, Vec<ArrayRef>)> {
+        let Some(memory) = self.scanned_table() else {
+            return Vec::new();
+        };
+        self.coded_columns()
+            .into_iter()
+            .filter_map(|i| Some((i, table_column_arrays(memory, i)?)))
+            .collect()
+    }
+
     /// The batches of the in-memory table this upload scans itself, with the scan's
-    /// projection applied, in at least `parallelism` parts when it has the rows for
-    /// them ([`spread_rows`]); `None` when the input is not such a scan.
-    fn scanned_partitions(&self, parallelism: usize) -> Result<Option<Vec<Vec<RecordBatch>>>> {
+    /// projection applied and the kept codes of the columns in `coded`, in at least
+    /// `parallelism` parts when it has the rows for them ([`spread_rows`]); `None`
+    /// when the input is not such a scan.
+    fn scanned_partitions(
+        &self,
+        parallelism: usize,
+        coded: &[(usize, Arc<CodedColumn>)],
+    ) -> Result<Option<Vec<Vec<ScanPiece>>>> {
         let Some(memory) = self.scanned_table() else {
             return Ok(None);
         };
-        let project = |batch: &RecordBatch| match memory.projection() {
-            Some(columns) => batch.project(columns),
-            None => Ok(batch.clone()),
+        let mut position = 0;
+        let mut piece = |batch: &RecordBatch| {
+            let batch = match memory.projection() {
+                Some(columns) => batch.project(columns)?,
+                None => batch.clone(),
+            };
+            let k = position;
+            position += 1;
+            let codes = coded
+                .iter()
+                .map(|(i, column)| {
+                    let codes = column.codes.get(k).ok_or_else(|| {
+                        DataFusionError::Internal(format!("no kept codes for batch {k}"))
+                    })?;
+                    Ok((*i, codes.clone()))
+                })
+                .collect::<Result<Vec<_>>>()?;
+            Ok::<_, DataFusionError>(ScanPiece { batch, codes })
         };
         let partitions = memory
             .partitions()
             .iter()
-            .map(|batches| batches.iter().map(project).collect::<Result<Vec<_>, _>>())
-            .collect::<Result<Vec<_>, _>>()?;
+            .map(|batches| batches.iter().map(&mut piece).collect::<Result<Vec<_>>>())
+            .collect::<Result<Vec<_>>>()?;
         Ok(Some(spread_rows(partitions, parallelism)))
     }
 
-    fn dictionaries(&self) -> Vec<Option<Arc<GrowingDictionary>>> {
-        self.input
-            .schema()
-            .fields()
-            .iter()
-            .enumerate()
-            .map(|(i, field)| {
-                (field.data_type().is_string() && !self.string_bytes.contains(&i))
-                    .then(|| Arc::new(GrowingDictionary::default()))
-            })
-            .collect()
+    /// The input's schema with the columns of `coded` typed as their codes.
+    fn coded_schema(&self, coded: &[(usize, Arc<CodedColumn>)]) -> SchemaRef {
+        let schema = self.input.schema();
+        if coded.is_empty() {
+            return schema;
+        }
+        let mut fields: Vec<_> = schema.fields().iter().cloned().collect();
+        for (i, _) in coded {
+            fields[*i] = Arc::new(Field::new(
+                fields[*i].name(),
+                DataType::Int32,
+                fields[*i].is_nullable(),
+            ));
+        }
+        Arc::new(Schema::new(fields))
+    }
+
+    /// One dictionary per coded string column: the kept one of a column in `coded`
+    /// (its codes were made with it), a new one for the stream otherwise.
+    fn dictionaries(
+        &self,
+        coded: &[(usize, Arc<CodedColumn>)],
+    ) -> Vec<Option<Arc<GrowingDictionary>>> {
+        let mut dictionaries: Vec<Option<Arc<GrowingDictionary>>> =
+            vec![None; self.input.schema().fields().len()];
+        for i in self.coded_columns() {
+            dictionaries[i] = Some(Arc::new(GrowingDictionary::default()));
+        }
+        for (i, column) in coded {
+            dictionaries[*i] = Some(Arc::clone(&column.dictionary));
+        }
+        dictionaries
     }
 
     /// The kept device batches of this input, or the normal upload with the batches
@@ -169,7 +245,7 @@ impl HostToDeviceExec {
         context: Arc<TaskContext>,
     ) -> Result<DeviceStream> {
         let Some(fingerprint) = ResidentTables::fingerprint(&self.input) else {
-            return self.execute_upload(context, Chunking::Slabs);
+            return self.execute_upload(context, Chunking::Slabs, self.host_filter.clone());
         };
         // The same columns kept as codes and as bytes are different device batches.
         let fingerprint = {
@@ -188,7 +264,7 @@ impl HostToDeviceExec {
         // Kept batches are read by every later query: one large chunk per partition
         // means fewer launches (and fewer synchronizations) per query.
         let uploads = self
-            .execute_upload(context, Chunking::Growing(self.batch_bytes))?
+            .execute_upload(context, Chunking::Growing(self.batch_bytes), None)?
             .map(move |item| {
                 match &item {
                     Ok(batch) => {
@@ -210,45 +286,6 @@ impl HostToDeviceExec {
         .filter_map(|()| async { None });
         Ok(uploads.chain(keep).boxed())
     }
-}
-
-/// Fewest rows a part of [`spread_rows`] gets: below this, another task costs more
-/// than the rows it would gather.
-const MIN_ROWS_PER_PART: usize = 4 * 1024;
-
-/// `partitions` cut into `parallelism` parts of contiguous rows (zero-copy slices)
-/// when there are fewer partitions than that and rows enough for each part to get
-/// [`MIN_ROWS_PER_PART`]; otherwise unchanged. Each part is gathered by its own task,
-/// so a table kept in one partition (TPC-H's `supplier`: 100,000 rows at SF10, four
-/// many-valued string columns) is coded by every core, not one. An upload promises
-/// no row order, so the parts may finish in any order.
-fn spread_rows(partitions: Vec<Vec<RecordBatch>>, parallelism: usize) -> Vec<Vec<RecordBatch>> {
-    let rows: usize = partitions.iter().flatten().map(RecordBatch::num_rows).sum();
-    let parts = parallelism.min(rows / MIN_ROWS_PER_PART);
-    if partitions.len() >= parts {
-        return partitions;
-    }
-    let per_part = rows.div_ceil(parts);
-    let mut spread: Vec<Vec<RecordBatch>> = Vec::with_capacity(parts);
-    let mut part = Vec::new();
-    let mut filled = 0;
-    for batch in partitions.into_iter().flatten() {
-        let mut offset = 0;
-        while offset < batch.num_rows() {
-            let take = (per_part - filled).min(batch.num_rows() - offset);
-            part.push(batch.slice(offset, take));
-            offset += take;
-            filled += take;
-            if filled == per_part {
-                spread.push(std::mem::take(&mut part));
-                filled = 0;
-            }
-        }
-    }
-    if !part.is_empty() {
-        spread.push(part);
-    }
-    spread
 }
 
 /// How a partition's rows are cut into chunks.
@@ -449,7 +486,7 @@ impl DisplayAs for HostToDeviceExec {
             .collect();
         write!(
             f,
-            "HostToDeviceExec: {scan}batch_bytes={}, input_partitions={}{}{}",
+            "HostToDeviceExec: {scan}batch_bytes={}, input_partitions={}{}{}{}",
             self.batch_bytes,
             self.input.output_partitioning().partition_count(),
             if self.resident.is_some() {
@@ -461,6 +498,12 @@ impl DisplayAs for HostToDeviceExec {
                 String::new()
             } else {
                 format!(", strings as bytes=[{}]", bytes.join(", "))
+            },
+            match &self.host_filter {
+                Some(predicate) if self.resident.is_none() => {
+                    format!(", host filter={predicate}")
+                }
+                _ => String::new(),
             }
         )
     }
@@ -481,9 +524,12 @@ impl ExecutionPlan for HostToDeviceExec {
 
     fn apply_expressions(
         &self,
-        _: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> Result<TreeNodeRecursion>,
+        visit: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> Result<TreeNodeRecursion>,
     ) -> Result<TreeNodeRecursion> {
-        Ok(TreeNodeRecursion::Continue)
+        match &self.host_filter {
+            Some(predicate) => visit(predicate),
+            None => Ok(TreeNodeRecursion::Continue),
+        }
     }
 
     fn with_new_children(
@@ -498,7 +544,8 @@ impl ExecutionPlan for HostToDeviceExec {
                 self.batch_bytes,
                 self.resident.clone(),
             )
-            .with_string_bytes(self.string_bytes.clone()),
+            .with_string_bytes(self.string_bytes.clone())
+            .with_host_filter(self.host_filter.clone()),
         ))
     }
 
@@ -538,25 +585,62 @@ impl DeviceExec for HostToDeviceExec {
     fn execute_device(&self, context: Arc<TaskContext>) -> Result<DeviceStream> {
         match &self.resident {
             Some(resident) => self.execute_resident(Arc::clone(resident), context),
-            None => self.execute_upload(context, Chunking::Slabs),
+            None => self.execute_upload(context, Chunking::Slabs, self.host_filter.clone()),
         }
     }
 }
 
 impl HostToDeviceExec {
-    /// Gathers every input partition concurrently and uploads its chunks as they fill.
+    /// Uploads the input, with the kept codes of a scanned table's string columns;
+    /// columns not coded yet are coded first, by every core, off the async threads.
     fn execute_upload(
         &self,
         context: Arc<TaskContext>,
         chunking: Chunking,
+        filter: Option<Arc<dyn PhysicalExpr>>,
     ) -> Result<DeviceStream> {
-        let scanned = self.scanned_partitions(context.session_config().target_partitions())?;
+        let cache = StringCodeCache::shared();
+        let columns = self.table_string_columns();
+        let kept: Option<Vec<(usize, Arc<CodedColumn>)>> = columns
+            .iter()
+            .map(|(i, arrays)| cache.get(arrays).map(|column| (*i, column)))
+            .collect();
+        if let Some(coded) = kept {
+            return self.start_upload(context, chunking, filter, &coded);
+        }
+        let this = self.clone();
+        let coding = async move {
+            let coded = tokio::task::spawn_blocking(move || {
+                columns
+                    .iter()
+                    .map(|(i, arrays)| Ok((*i, cache.get_or_code(arrays)?)))
+                    .collect::<Result<Vec<_>, DeviceError>>()
+            })
+            .await
+            .map_err(|e| DataFusionError::Execution(format!("coding string columns failed: {e}")))?
+            .map_err(device_error)?;
+            this.start_upload(context, chunking, filter, &coded)
+        };
+        Ok(futures::stream::once(coding).try_flatten().boxed())
+    }
+
+    /// Gathers every input partition concurrently and uploads its chunks as they fill.
+    fn start_upload(
+        &self,
+        context: Arc<TaskContext>,
+        chunking: Chunking,
+        filter: Option<Arc<dyn PhysicalExpr>>,
+        coded: &[(usize, Arc<CodedColumn>)],
+    ) -> Result<DeviceStream> {
+        let scanned =
+            self.scanned_partitions(context.session_config().target_partitions(), coded)?;
         let partitions = scanned.as_ref().map_or_else(
             || self.input.output_partitioning().partition_count(),
             Vec::len,
         );
-        let dictionaries = self.dictionaries();
+        let dictionaries = self.dictionaries(coded);
         let schema = self.input.schema();
+        let coded_schema = self.coded_schema(coded);
         let metrics = UploadMetrics::new(&self.metrics);
         let (sender, receiver) = tokio::sync::mpsc::channel::<Result<Arc<DeviceBatch>>>(2);
         let mut tasks = tokio::task::JoinSet::new();
@@ -569,8 +653,13 @@ impl HostToDeviceExec {
                         .map(Ok::<_, DataFusionError>),
                 )
                 .boxed(),
-                None => self.input.execute(partition, Arc::clone(&context))?.boxed(),
+                None => self
+                    .input
+                    .execute(partition, Arc::clone(&context))?
+                    .map_ok(ScanPiece::plain)
+                    .boxed(),
             };
+            let (filter, coded_schema) = (filter.clone(), Arc::clone(&coded_schema));
             let sender = sender.clone();
             let mut gatherer =
                 PartitionGatherer::new(&self.device, &schema, &dictionaries, chunking)
@@ -579,9 +668,10 @@ impl HostToDeviceExec {
             tasks.spawn(async move {
                 let work = async {
                     let mut gathering = std::time::Duration::ZERO;
-                    while let Some(batch) = input.next().await {
+                    while let Some(piece) = input.next().await {
                         let start = std::time::Instant::now();
-                        let full = gatherer.push(&batch?).map_err(device_error)?;
+                        let batch = piece?.prepare(filter.as_ref(), &coded_schema)?;
+                        let full = gatherer.push(&batch).map_err(device_error)?;
                         gathering += start.elapsed();
                         metrics.gather.add_elapsed(start);
                         for chunk in full {
@@ -631,59 +721,5 @@ impl HostToDeviceExec {
             })
             .boxed(),
         )
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use datafusion::arrow::array::{Array, Int32Array};
-    use datafusion::arrow::datatypes::{DataType, Field, Schema};
-
-    use super::*;
-
-    fn batch(start: i32, rows: i32) -> RecordBatch {
-        let schema = Arc::new(Schema::new(vec![Field::new("a", DataType::Int32, false)]));
-        let values = Int32Array::from_iter_values(start..start + rows);
-        RecordBatch::try_new(schema, vec![Arc::new(values)]).unwrap()
-    }
-
-    fn values(parts: &[Vec<RecordBatch>]) -> Vec<i32> {
-        parts
-            .iter()
-            .flatten()
-            .flat_map(|b| {
-                let column = b.column(0).as_any().downcast_ref::<Int32Array>().unwrap();
-                column.values().to_vec()
-            })
-            .collect()
-    }
-
-    #[test]
-    fn one_large_partition_is_spread_over_the_cores_without_losing_a_row() {
-        let rows = 100_000;
-        let one = vec![vec![batch(0, 50_000), batch(50_000, rows - 50_000)]];
-        let spread = spread_rows(one, 16);
-        assert_eq!(spread.len(), 16);
-        assert!(
-            spread
-                .iter()
-                .all(|p| p.iter().map(|b| b.num_rows()).sum::<usize>() == 6_250)
-        );
-        assert_eq!(values(&spread), (0..rows).collect::<Vec<_>>());
-        // 20,000 rows give four parts of at least 4,096 rows, not sixteen.
-        let few = spread_rows(vec![vec![batch(0, 20_000)]], 16);
-        assert_eq!(few.len(), 4);
-        assert_eq!(values(&few), (0..20_000).collect::<Vec<_>>());
-    }
-
-    #[test]
-    fn small_or_already_spread_tables_are_left_alone() {
-        let small = vec![vec![batch(0, 25)]];
-        assert_eq!(spread_rows(small, 16).len(), 1);
-        let many: Vec<Vec<RecordBatch>> =
-            (0..16).map(|p| vec![batch(p * 100_000, 100_000)]).collect();
-        assert_eq!(spread_rows(many, 16).len(), 16);
-        let none: Vec<Vec<RecordBatch>> = Vec::new();
-        assert!(spread_rows(none, 16).is_empty());
     }
 }

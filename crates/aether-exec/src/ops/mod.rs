@@ -33,7 +33,9 @@ mod join_kernels;
 mod join_table;
 mod resident;
 mod row_compaction;
+mod scan_rows;
 mod sort_kernels;
+pub(crate) mod string_code_cache;
 pub(crate) mod string_codes;
 
 pub use device_to_host::DeviceToHostExec;
@@ -44,6 +46,7 @@ pub use host_to_device::HostToDeviceExec;
 pub use join_filter::JoinResidual;
 pub use resident::ResidentTables;
 pub use sort_kernels::sort_key_type;
+pub use string_code_cache::{StringCodeCache, table_column_arrays};
 
 /// Device batches flowing between GPU operators.
 pub type DeviceStream =

@@ -168,6 +168,26 @@ impl CostModel {
 }
 
 impl CostModel {
+    /// [`Self::predict`] for an upload that filters on the host first and keeps
+    /// `kept` of the rows (`placement/host_filter.rs`): the filter reads every row
+    /// once, as the CPU's would; only the rows it keeps are gathered and sent.
+    pub fn predict_host_filtered(&self, schema: &Schema, rows: usize, kept: f64) -> Prediction {
+        let all = self.predict(schema, rows, false);
+        let passed = self.predict(schema, (rows as f64 * kept.clamp(0.0, 1.0)) as usize, false);
+        let width: f64 = schema
+            .fields()
+            .iter()
+            .map(|f| arrow_width(f.data_type()) as f64)
+            .sum();
+        let filter_ms = rows as f64 * width / (self.cpu_filter_per_core * self.cores) * 1e3;
+        Prediction {
+            cpu_ms: all.cpu_ms,
+            gpu_ms: passed.gpu_ms + filter_ms,
+            transfer_ms: passed.transfer_ms + filter_ms,
+            rows,
+        }
+    }
+
     /// The prediction for a segment reading `rows` rows of `input` and returning up to
     /// as many rows of `output` to the host (every row kept, the worst case), where the
     /// host rebuilds them at the gathering rate.
@@ -200,6 +220,27 @@ mod tests {
     use datafusion::arrow::datatypes::Field;
 
     use super::*;
+
+    #[test]
+    fn a_host_filter_cuts_the_transfer_to_the_rows_it_keeps() {
+        let schema = Schema::new(vec![
+            Field::new("d", DataType::Date32, false),
+            Field::new("v", DataType::Decimal128(15, 2), false),
+        ]);
+        let model = CostModel {
+            cores: 16.0,
+            ..CostModel::default()
+        };
+        let all = model.predict(&schema, 60_000_000, false);
+        let few = model.predict_host_filtered(&schema, 60_000_000, 0.02);
+        assert_eq!(few.cpu_ms, all.cpu_ms);
+        assert!(
+            few.transfer_ms < all.transfer_ms / 2.0,
+            "{}",
+            few.describe()
+        );
+        assert!(few.gpu_ms > model.predict(&schema, 1_200_000, false).gpu_ms);
+    }
 
     #[test]
     fn large_inputs_pay_small_ones_stay_on_the_cpu() {

@@ -27,6 +27,7 @@
 
 mod cost;
 mod final_aggregate;
+mod host_filter;
 mod joins;
 mod report;
 mod rows;
@@ -45,6 +46,7 @@ use aether_gpu::layout::{LayoutOptions, device_form_of};
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::stats::Precision;
 use datafusion::error::Result;
+use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_optimizer::PhysicalOptimizerRule;
 use datafusion::physical_plan::aggregates::{AggregateExec, AggregateMode};
 use datafusion::physical_plan::filter::FilterExec;
@@ -508,7 +510,8 @@ impl Placer<'_> {
                 });
                 let (kernels, bytes) = chosen.flatten().unwrap_or((kernels, Vec::new()));
                 let output = spec.output;
-                let upload = self.device_input_with_bytes(new_source, device, bytes);
+                let filter = host_filter::of_chain(&chain).map(|(predicate, _)| predicate);
+                let upload = self.device_input_with_bytes(new_source, device, bytes, filter);
                 stages.push(description);
                 let gpu: Arc<dyn ExecutionPlan> = Arc::new(GpuSegmentExec::new(
                     upload,
@@ -637,7 +640,8 @@ impl Placer<'_> {
             })
         });
         let (kernels, bytes) = chosen.flatten().unwrap_or((kernels, Vec::new()));
-        let upload = self.device_input_with_bytes(Arc::clone(&source), device, bytes);
+        let filter = host_filter::of_chain(&chain.nodes).map(|(predicate, _)| predicate);
+        let upload = self.device_input_with_bytes(Arc::clone(&source), device, bytes, filter);
         let segment: Arc<dyn ExecutionPlan> = Arc::new(GpuSegmentExec::new(
             upload,
             Arc::clone(device),
@@ -668,7 +672,7 @@ impl Placer<'_> {
         source: Arc<dyn ExecutionPlan>,
         device: &Arc<GpuDevice>,
     ) -> Arc<dyn ExecutionPlan> {
-        self.device_input_with_bytes(source, device, Vec::new())
+        self.device_input_with_bytes(source, device, Vec::new(), None)
     }
 
     /// Whether a GPU operator reading `source` reads it through an upload.
@@ -677,12 +681,14 @@ impl Placer<'_> {
     }
 
     /// [`Self::device_input`], an upload sending string columns `string_bytes` as
-    /// offsets and bytes ([`string_bytes`]).
+    /// offsets and bytes ([`string_bytes`]) and dropping the rows `host_filter` does
+    /// not keep before gathering them ([`host_filter`]).
     fn device_input_with_bytes(
         &self,
         source: Arc<dyn ExecutionPlan>,
         device: &Arc<GpuDevice>,
         string_bytes: Vec<usize>,
+        host_filter: Option<Arc<dyn PhysicalExpr>>,
     ) -> Arc<dyn ExecutionPlan> {
         let source = scans::below_exchanges(source);
         if let Some(exit) = source.downcast_ref::<DeviceToHostExec>() {
@@ -695,7 +701,8 @@ impl Placer<'_> {
                 self.settings.batch_bytes,
                 self.settings.resident.clone(),
             )
-            .with_string_bytes(string_bytes),
+            .with_string_bytes(string_bytes)
+            .with_host_filter(host_filter),
         )
     }
 
@@ -974,7 +981,11 @@ impl Placer<'_> {
                     vec![PlacementReason::new(ReasonCode::CostModel, why)],
                 );
             }
-            let prediction = self.settings.cost.predict(&source.schema(), rows, resident);
+            let cost = &self.settings.cost;
+            let prediction = match host_filter::of_chain(chain).filter(|_| !resident) {
+                Some((_, kept)) => cost.predict_host_filtered(&source.schema(), rows, kept),
+                None => cost.predict(&source.schema(), rows, resident),
+            };
             if !prediction.gpu_pays() {
                 return Decision::Cpu(
                     Mark::KeptByCost,

@@ -43,6 +43,7 @@ use datafusion::physical_plan::sorts::sort_preserving_merge::SortPreservingMerge
 use super::cost::{CostModel, arrow_width, device_width};
 use super::scans::below_exchanges;
 use crate::memory_table::memory_source;
+use crate::ops::{StringCodeCache, table_column_arrays};
 
 /// DataFusion's selectivity for a filter it knows nothing about.
 const DEFAULT_SELECTIVITY: f64 = 0.2;
@@ -121,6 +122,7 @@ pub fn predict_all(
         cpu: 0.0,
         gpu: 0.0,
         transfer: 0.0,
+        upload_share: 1.0,
         predictions: HashMap::new(),
     };
     walker.walk(plan, None);
@@ -158,6 +160,9 @@ struct Walker<'a> {
     cpu: f64,
     gpu: f64,
     transfer: f64,
+    /// The share of a table's rows its upload gathers: below 1 under a filter the
+    /// upload runs on the host ([`super::host_filter`]).
+    upload_share: f64,
     predictions: Predictions,
 }
 
@@ -212,9 +217,21 @@ impl Walker<'_> {
         if let Some(filter) = plan.downcast_ref::<FilterExec>() {
             // The predicate's columns are only tested, which string columns do as bytes
             // without host coding: only what the filter passes on is needed.
+            let on_host = (!(self.resident)(filter.input()))
+                .then(|| super::host_filter::host_filter(filter))
+                .flatten();
+            let share = on_host
+                .as_ref()
+                .map_or(1.0, |(_, selectivity)| *selectivity);
+            let outer = std::mem::replace(&mut self.upload_share, share);
             let input = self.walk(filter.input(), needed);
+            self.upload_share = outer;
             let width = row_width(&filter.input().schema(), arrow_width);
             self.cpu += input.rows * width / (m.cpu_filter_per_core * cores);
+            if on_host.is_some() {
+                // The upload evaluates it on the host first, as the CPU would.
+                self.gpu += input.rows * width / (m.cpu_filter_per_core * cores);
+            }
             self.gpu += self.kernel_seconds(input.rows, &filter.input().schema());
             let selectivity = sampled_selectivity(filter).unwrap_or(DEFAULT_SELECTIVITY);
             return Flow {
@@ -375,8 +392,9 @@ impl Walker<'_> {
             self.gpu += decode;
         }
         if !(self.resident)(plan) {
-            let upload =
-                self.upload_seconds(&schema, rows) + self.strings_seconds(plan, needed, rows);
+            // Strings are coded for the whole table, whatever a host filter keeps.
+            let upload = self.upload_seconds(&schema, rows * self.upload_share)
+                + self.strings_seconds(plan, needed, rows);
             self.gpu += upload;
             self.transfer += upload;
         }
@@ -445,6 +463,11 @@ impl Walker<'_> {
             if !field.data_type().is_string() {
                 continue;
             }
+            let as_codes = needed.is_none_or(|n| n.contains(field.name()));
+            if as_codes && codes_are_kept(plan, i) {
+                // Copied like an `Int32` column (counted with the upload).
+                continue;
+            }
             let shape = sample
                 .as_ref()
                 .map(|batch| StringShape::of(batch.column(i).as_ref()));
@@ -471,6 +494,14 @@ impl Walker<'_> {
         let bytes = tested_bytes / (m.gather_per_core * self.cores()) + tested_bytes / m.pcie;
         (serial + parallel / self.cores()) * 1e-9 + bytes
     }
+}
+
+/// Whether column `column` of `plan`, a scan of an in-memory table, has its codes
+/// kept from an earlier upload ([`StringCodeCache`]).
+fn codes_are_kept(plan: &Arc<dyn ExecutionPlan>, column: usize) -> bool {
+    memory_source(plan.as_ref())
+        .and_then(|memory| table_column_arrays(memory, column))
+        .is_some_and(|arrays| StringCodeCache::shared().contains(&arrays))
 }
 
 /// What a sample of a string column looks like to the gatherer.
@@ -567,7 +598,7 @@ fn first_rows(plan: &Arc<dyn ExecutionPlan>) -> Option<RecordBatch> {
 }
 
 /// The fraction of sampled rows `filter` keeps, when it reads an in-memory table.
-fn sampled_selectivity(filter: &FilterExec) -> Option<f64> {
+pub(super) fn sampled_selectivity(filter: &FilterExec) -> Option<f64> {
     let mut kept = 0usize;
     let mut seen = 0usize;
     for batch in sample_batches(filter.input()) {
@@ -723,5 +754,51 @@ mod tests {
             from_host.describe()
         );
         assert_eq!(resident.cpu_ms, from_host.cpu_ms);
+    }
+
+    /// What `host_filter` says of the one filter of `sql`'s plan over 400,000 rows.
+    async fn host_filter_of(sql: &str) -> Option<f64> {
+        fn filters(plan: &Arc<dyn ExecutionPlan>) -> Vec<Arc<dyn ExecutionPlan>> {
+            let mut found: Vec<Arc<dyn ExecutionPlan>> =
+                plan.children().into_iter().flat_map(filters).collect();
+            if plan.is::<FilterExec>() {
+                found.push(Arc::clone(plan));
+            }
+            found
+        }
+        let plan = plan_of(sql, 400_000).await;
+        let [filter] = &filters(&plan)[..] else {
+            panic!("one filter expected in {sql}");
+        };
+        let filter = filter.downcast_ref::<FilterExec>().unwrap();
+        super::super::host_filter::host_filter(filter).map(|(_, selectivity)| selectivity)
+    }
+
+    #[tokio::test]
+    async fn only_filters_keeping_few_rows_of_a_table_run_on_the_host_and_cut_the_upload() {
+        let selective = host_filter_of("select k, sum(v) from fact where k < 100 group by k");
+        let selectivity = selective
+            .await
+            .expect("a filter keeping a tenth runs on the host");
+        assert!((0.05..0.2).contains(&selectivity), "{selectivity}");
+        let broad = host_filter_of("select k, sum(v) from fact where k >= 100 group by k");
+        assert!(broad.await.is_none());
+        // The GPU's upload is charged for the rows the host filter keeps.
+        let join = "select dim.name, sum(fact.v) from fact join dim on fact.k = dim.k \
+                    where fact.k {} group by dim.name order by dim.name";
+        let few = root_prediction(
+            &plan_of(&join.replace("{}", "< 100"), 4_000_000).await,
+            false,
+        );
+        let most = root_prediction(
+            &plan_of(&join.replace("{}", ">= 100"), 4_000_000).await,
+            false,
+        );
+        assert!(
+            few.transfer_ms * 4.0 < most.transfer_ms,
+            "{} / {}",
+            few.describe(),
+            most.describe()
+        );
     }
 }

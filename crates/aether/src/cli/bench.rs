@@ -9,6 +9,7 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
+use aether_exec::ops::StringCodeCache;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
@@ -83,6 +84,10 @@ struct BenchReport {
     aether_version: &'static str,
     datafusion_version: &'static str,
     load_seconds: f64,
+    /// Host bytes of in-memory tables' string codes kept for GPU uploads after the
+    /// run, and their budget (`aether_exec::ops::StringCodeCache`).
+    kept_string_code_bytes: usize,
+    string_code_budget_bytes: usize,
     queries: Vec<QueryReport>,
     total_min_ms: f64,
     total_median_ms: f64,
@@ -175,6 +180,8 @@ pub async fn run(args: BenchArgs) -> Result<()> {
         aether_version: env!("CARGO_PKG_VERSION"),
         datafusion_version: datafusion::DATAFUSION_VERSION,
         load_seconds,
+        kept_string_code_bytes: StringCodeCache::shared().held_bytes(),
+        string_code_budget_bytes: StringCodeCache::shared().budget_bytes(),
         total_min_ms: reports.iter().map(|r| r.min_ms).sum(),
         total_median_ms: reports.iter().map(|r| r.median_ms).sum(),
         queries: reports,
