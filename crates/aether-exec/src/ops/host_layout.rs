@@ -744,6 +744,7 @@ mod tests {
             .collect();
         let array: ArrayRef = Arc::new(StringViewArray::from_iter(names.iter().cloned()));
         let column = CodedColumn::code(&[Arc::clone(&array)]).unwrap();
+        let codes = column.codes_of(&array).unwrap().clone();
         let batch = RecordBatch::try_new(
             Arc::clone(&schema),
             vec![array, Arc::new(Int32Array::from_iter_values(0..300))],
@@ -755,7 +756,7 @@ mod tests {
         ]));
         let piece = ScanPiece {
             batch,
-            codes: vec![(0, column.codes[0].clone())],
+            codes: vec![(0, codes)],
         };
         let rows = piece.slice(10, 200).prepare(None, &coded_schema).unwrap();
         let mut builder =

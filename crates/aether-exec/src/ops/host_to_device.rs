@@ -176,19 +176,18 @@ impl HostToDeviceExec {
         let Some(memory) = self.scanned_table() else {
             return Ok(None);
         };
-        let mut position = 0;
-        let mut piece = |batch: &RecordBatch| {
+        let piece = |batch: &RecordBatch| {
             let batch = match memory.projection() {
                 Some(columns) => batch.project(columns)?,
                 None => batch.clone(),
             };
-            let k = position;
-            position += 1;
             let codes = coded
                 .iter()
                 .map(|(i, column)| {
-                    let codes = column.codes.get(k).ok_or_else(|| {
-                        DataFusionError::Internal(format!("no kept codes for batch {k}"))
+                    let codes = column.codes_of(batch.column(*i)).ok_or_else(|| {
+                        DataFusionError::Internal(format!(
+                            "no kept codes for a batch of column {i}"
+                        ))
                     })?;
                     Ok((*i, codes.clone()))
                 })
@@ -198,7 +197,7 @@ impl HostToDeviceExec {
         let partitions = memory
             .partitions()
             .iter()
-            .map(|batches| batches.iter().map(&mut piece).collect::<Result<Vec<_>>>())
+            .map(|batches| batches.iter().map(piece).collect::<Result<Vec<_>>>())
             .collect::<Result<Vec<_>>>()?;
         Ok(Some(spread_rows(partitions, parallelism)))
     }

@@ -10,10 +10,12 @@
 //! its string columns dictionary-encoded. A later upload of the column copies codes
 //! like any `Int32` column, and its kernels see the same codes and dictionary.
 //!
-//! A column is known by the identity of its arrays: an entry holds weak references to
-//! them, so it never keeps a dropped table's arrays alive, and no new array can take
-//! a held address (the allocation outlives the weak reference), so a replaced table
-//! is never served another's codes. Entries are evicted least recently used first
+//! A column is known by the identity of its arrays, in any order (a scan may list a
+//! table's batches in other partitions than the last one did): an entry holds weak
+//! references to them, so it never keeps a dropped table's arrays alive, and no new
+//! array can take a held address (the allocation outlives the weak reference), so a
+//! replaced table is never served another's codes. Each array's codes are found by
+//! its address. Entries are evicted least recently used first
 //! when the codes and dictionaries would pass [`StringCodeCache::budget_bytes`].
 
 use std::collections::HashMap;
@@ -29,12 +31,17 @@ use datafusion::datasource::memory::MemorySourceConfig;
 
 use super::string_codes::{ViewCodeCache, write_codes};
 
-/// One string column of an in-memory table as codes: one array of codes per array of
-/// the column, in the same order, NULL where the string is NULL.
+/// One string column of an in-memory table as codes: for each array of the column
+/// (by [`address`]), its codes, NULL where the string is NULL.
 #[derive(Debug)]
 pub struct CodedColumn {
     pub dictionary: Arc<GrowingDictionary>,
-    pub codes: Vec<Int32Array>,
+    codes: HashMap<usize, Int32Array>,
+}
+
+/// The address that identifies an array.
+pub fn address(array: &ArrayRef) -> usize {
+    Arc::as_ptr(array) as *const u8 as usize
 }
 
 impl CodedColumn {
@@ -63,22 +70,27 @@ impl CodedColumn {
                     })
                     .collect()
             });
-        let mut codes: Vec<Option<Int32Array>> = vec![None; arrays.len()];
+        let mut codes = HashMap::with_capacity(arrays.len());
         for part in coded {
             for (i, array) in part? {
-                codes[i] = Some(array);
+                codes.insert(address(&arrays[i]), array);
             }
         }
-        let codes = codes
-            .into_iter()
-            .map(|c| c.ok_or_else(|| DeviceError::Internal("an array was not coded".into())))
-            .collect::<Result<Vec<_>, _>>()?;
         Ok(Self { dictionary, codes })
+    }
+
+    /// The codes of `array`, one of the column's arrays.
+    pub fn codes_of(&self, array: &ArrayRef) -> Option<&Int32Array> {
+        self.codes.get(&address(array))
     }
 
     /// Host bytes held: the codes and the dictionary.
     pub fn heap_bytes(&self) -> usize {
-        let codes: usize = self.codes.iter().map(|c| c.get_buffer_memory_size()).sum();
+        let codes: usize = self
+            .codes
+            .values()
+            .map(|c| c.get_buffer_memory_size())
+            .sum();
         codes + self.dictionary.heap_bytes()
     }
 }
@@ -135,6 +147,7 @@ struct State {
 
 #[derive(Debug)]
 struct Entry {
+    /// The column's arrays, by ascending address.
     arrays: Vec<Weak<dyn Array>>,
     column: Arc<CodedColumn>,
     bytes: usize,
@@ -142,8 +155,9 @@ struct Entry {
 }
 
 impl Entry {
-    /// Whether the entry was made from exactly `arrays`, all still alive.
-    fn is_of(&self, arrays: &[ArrayRef]) -> bool {
+    /// Whether the entry was made from exactly `arrays` (by ascending address), all
+    /// still alive.
+    fn is_of(&self, arrays: &[&ArrayRef]) -> bool {
         self.arrays.len() == arrays.len()
             && self.arrays.iter().zip(arrays).all(|(held, array)| {
                 held.upgrade()
@@ -156,13 +170,16 @@ impl Entry {
     }
 }
 
-fn key_of(arrays: &[ArrayRef]) -> u64 {
+/// `arrays` by ascending address, and the key of that set.
+fn identify(arrays: &[ArrayRef]) -> (Vec<&ArrayRef>, u64) {
+    let mut sorted: Vec<&ArrayRef> = arrays.iter().collect();
+    sorted.sort_unstable_by_key(|array| address(array));
     let mut hasher = DefaultHasher::new();
-    for array in arrays {
-        (Arc::as_ptr(array) as *const u8 as usize).hash(&mut hasher);
+    for array in &sorted {
+        address(array).hash(&mut hasher);
         array.len().hash(&mut hasher);
     }
-    hasher.finish()
+    (sorted, hasher.finish())
 }
 
 impl StringCodeCache {
@@ -196,11 +213,12 @@ impl StringCodeCache {
 
     /// The kept codes of `arrays`, if any.
     pub fn get(&self, arrays: &[ArrayRef]) -> Option<Arc<CodedColumn>> {
+        let (sorted, key) = identify(arrays);
         let mut state = self.lock();
         state.clock += 1;
         let now = state.clock;
-        let entry = state.entries.get_mut(&key_of(arrays))?;
-        if !entry.is_of(arrays) {
+        let entry = state.entries.get_mut(&key)?;
+        if !entry.is_of(&sorted) {
             return None;
         }
         entry.last_use = now;
@@ -209,10 +227,11 @@ impl StringCodeCache {
 
     /// Whether `arrays` have kept codes (for the cost model; not a use).
     pub fn contains(&self, arrays: &[ArrayRef]) -> bool {
+        let (sorted, key) = identify(arrays);
         self.lock()
             .entries
-            .get(&key_of(arrays))
-            .is_some_and(|entry| entry.is_of(arrays))
+            .get(&key)
+            .is_some_and(|entry| entry.is_of(&sorted))
     }
 
     /// The codes of `arrays`: kept ones, or coded now and kept when they fit the
@@ -231,10 +250,10 @@ impl StringCodeCache {
         if bytes > self.budget_bytes {
             return;
         }
+        let (sorted, key) = identify(arrays);
         let mut state = self.lock();
         let state = &mut *state;
         state.entries.retain(|_, entry| !entry.is_dead());
-        let key = key_of(arrays);
         state.entries.remove(&key);
         state.bytes = state.entries.values().map(|e| e.bytes).sum();
         while state.bytes + bytes > self.budget_bytes {
@@ -247,7 +266,7 @@ impl StringCodeCache {
         }
         state.clock += 1;
         let entry = Entry {
-            arrays: arrays.iter().map(Arc::downgrade).collect(),
+            arrays: sorted.into_iter().map(Arc::downgrade).collect(),
             column,
             bytes,
             last_use: state.clock,
@@ -281,12 +300,12 @@ mod tests {
         Arc::new(StringViewArray::from(values.to_vec()))
     }
 
-    fn decoded(column: &CodedColumn) -> Vec<Option<String>> {
+    fn decoded(column: &CodedColumn, arrays: &[ArrayRef]) -> Vec<Option<String>> {
         let view = column.dictionary.view();
-        column
-            .codes
+        arrays
             .iter()
-            .flat_map(|codes| {
+            .flat_map(|array| {
+                let codes = column.codes_of(array).unwrap();
                 let strings: StringArray = view.decode(codes).unwrap();
                 strings
                     .iter()
@@ -313,12 +332,15 @@ mod tests {
                 a.iter().map(|s| s.map(str::to_string)).collect::<Vec<_>>()
             })
             .collect();
-        assert_eq!(decoded(&column), expected);
+        assert_eq!(decoded(&column, &arrays), expected);
         assert_eq!(column.dictionary.len(), 42);
-        let codes = &column.codes[7];
+        let codes = column.codes_of(&arrays[7]).unwrap();
         assert!(codes.is_null(1) && !codes.is_null(0));
         assert_eq!(codes.value(0), codes.value(4));
-        assert_eq!(codes.value(2), column.codes[31].value(2));
+        assert_eq!(
+            codes.value(2),
+            column.codes_of(&arrays[31]).unwrap().value(2)
+        );
     }
 
     #[test]
@@ -329,6 +351,9 @@ mod tests {
         assert!(cache.contains(&arrays));
         let again = cache.get_or_code(&arrays).unwrap();
         assert!(Arc::ptr_eq(&first, &again));
+        // The same arrays listed in another order are the same column.
+        let reordered = vec![Arc::clone(&arrays[1]), Arc::clone(&arrays[0])];
+        assert!(Arc::ptr_eq(&cache.get(&reordered).unwrap(), &first));
         // The same values in other arrays are another column.
         let copies = vec![strings(&[Some("a"), Some("b")]), strings(&[Some("b")])];
         assert!(!cache.contains(&copies));
@@ -358,7 +383,7 @@ mod tests {
         assert!(cache.held_bytes() <= cache.budget_bytes());
         // A column larger than the whole budget is coded but not kept.
         let small = StringCodeCache::new(16);
-        assert_eq!(small.get_or_code(&a).unwrap().codes.len(), 1);
+        assert!(small.get_or_code(&a).unwrap().codes_of(&a[0]).is_some());
         assert!(!small.contains(&a));
     }
 }

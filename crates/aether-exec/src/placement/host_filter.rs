@@ -11,6 +11,7 @@
 use std::sync::Arc;
 
 use datafusion::physical_expr::PhysicalExpr;
+use datafusion::physical_expr_common::physical_expr::is_volatile;
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion::physical_plan::coalesce_partitions::CoalescePartitionsExec;
 use datafusion::physical_plan::filter::FilterExec;
@@ -28,6 +29,11 @@ pub const MAX_HOST_FILTER_SELECTIVITY: f64 = 0.3;
 /// [`MAX_HOST_FILTER_SELECTIVITY`] of a sample of it.
 pub(super) fn host_filter(filter: &FilterExec) -> Option<(Arc<dyn PhysicalExpr>, f64)> {
     memory_source(below_exchanges(Arc::clone(filter.input())).as_ref())?;
+    // Evaluated twice (on the host, then on the GPU), a volatile predicate could keep
+    // other rows the second time.
+    if is_volatile(filter.predicate()) {
+        return None;
+    }
     let selectivity = sampled_selectivity(filter)?;
     (selectivity <= MAX_HOST_FILTER_SELECTIVITY)
         .then(|| (Arc::clone(filter.predicate()), selectivity))
