@@ -359,7 +359,7 @@ mod tests {
         assert!(!cache.contains(&copies));
         assert!(cache.get(&arrays[..1]).is_none());
         // A dropped table's entry is gone once its arrays are.
-        drop(arrays);
+        drop((arrays, reordered));
         drop((first, again));
         cache.get_or_code(&copies).unwrap();
         assert_eq!(cache.lock().entries.len(), 1);

@@ -234,11 +234,10 @@ mod tests {
         let all = model.predict(&schema, 60_000_000, false);
         let few = model.predict_host_filtered(&schema, 60_000_000, 0.02);
         assert_eq!(few.cpu_ms, all.cpu_ms);
-        assert!(
-            few.transfer_ms < all.transfer_ms / 2.0,
-            "{}",
-            few.describe()
-        );
+        // The filter's host pass is charged at the full row width (here as much as
+        // gathering every row); what it saves is the PCIe and gathering of the rest.
+        assert!(few.transfer_ms < all.transfer_ms, "{}", few.describe());
+        assert!(few.gpu_ms < all.gpu_ms, "{}", few.describe());
         assert!(few.gpu_ms > model.predict(&schema, 1_200_000, false).gpu_ms);
     }
 
