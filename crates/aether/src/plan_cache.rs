@@ -125,6 +125,11 @@ pub async fn plan_key(
     }
     let mut hasher = DefaultHasher::new();
     resident.hash(&mut hasher);
+    // `auto` weighs whether string columns' codes are kept; a plan made before they
+    // were is made again once they are.
+    aether_exec::ops::StringCodeCache::shared()
+        .generation()
+        .hash(&mut hasher);
     for entry in state.config().options().entries() {
         entry.key.hash(&mut hasher);
         entry.value.hash(&mut hasher);

@@ -317,6 +317,41 @@ async fn kept_string_codes_serve_later_queries_and_never_a_replaced_table() {
     }
 }
 
+/// A filter testing a many-valued string column it does not return runs on the host
+/// as the upload reads the table (the column is never sent), under an aggregate, a
+/// join and a sort alike, with the CPU's answers.
+#[tokio::test]
+#[ignore = "needs a GPU"]
+async fn filters_testing_strings_they_drop_run_as_the_table_is_read() {
+    let queries = [
+        "select flag, count(*), sum(n) from t where name not like '%customer   1%' group by flag",
+        "select a.flag, count(*) from t a join t b on a.n = b.n + 1 \
+         where a.name like '%7%' group by a.flag",
+        "select n, flag from t where name like '%customer%2' and n > 1000 order by n limit 50",
+    ];
+    let (cpu, gpu) = (context("cpu"), context("gpu"));
+    let (table, _) = named_table(180_001, "host");
+    let table: Arc<dyn datafusion::catalog::TableProvider> = Arc::new(table);
+    for context in [&cpu, &gpu] {
+        context
+            .session()
+            .register_table("t", Arc::clone(&table))
+            .unwrap();
+    }
+    for sql in queries {
+        assert!(
+            compare(&cpu, &gpu, sql).await,
+            "{sql} did not run on the GPU"
+        );
+        let explained = gpu.run_script(&format!("explain {sql}")).await.unwrap();
+        let text = rows(&explained.batches).concat().join("\n");
+        assert!(
+            text.contains("its filter on the host"),
+            "{sql}: no filter on the host in\n{text}"
+        );
+    }
+}
+
 /// A context on `engine` with more target partitions than the random table has, so
 /// DataFusion puts a round-robin exchange between the scan and the aggregate.
 fn wide_context(engine: &str) -> AetherContext {

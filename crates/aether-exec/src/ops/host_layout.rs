@@ -750,15 +750,11 @@ mod tests {
             vec![array, Arc::new(Int32Array::from_iter_values(0..300))],
         )
         .unwrap();
-        let coded_schema = Arc::new(Schema::new(vec![
-            Field::new("name", DataType::Int32, true),
-            Field::new("n", DataType::Int32, false),
-        ]));
         let piece = ScanPiece {
             batch,
             codes: vec![(0, codes)],
         };
-        let rows = piece.slice(10, 200).prepare(None, &coded_schema).unwrap();
+        let rows = piece.slice(10, 200).prepare(None, None).unwrap();
         let mut builder =
             Builder::new(&schema, &[Some(Arc::clone(&column.dictionary)), None]).unwrap();
         builder.append(&rows).unwrap();

@@ -7,7 +7,9 @@
 //! many partitions.
 //!
 //! Over the scan of an in-memory table it is the GPU scan: it reads the table's
-//! batches itself (the scan's projection applied), without DataFusion's scan stream.
+//! batches itself (the scan's projection applied), without DataFusion's scan stream;
+//! over a filter of that scan placed on the host (`placement/host_prefilter.rs`) it
+//! runs the filter itself on the batches it reads.
 //!
 //! Streaming uploads gather straight into pinned slabs ([`aether_gpu::SlabPool`]): a
 //! full slab is queued as one asynchronous copy per buffer and the task goes on with
@@ -19,18 +21,22 @@ use std::fmt;
 use std::sync::Arc;
 
 use aether_gpu::{DeviceBatch, DeviceBuffer, DeviceColumn, DeviceError, GpuDevice, HostColumn};
-use datafusion::arrow::array::ArrayRef;
-use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use datafusion::arrow::array::{ArrayRef, StringArray};
+use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::common::tree_node::TreeNodeRecursion;
+use datafusion::datasource::memory::MemorySourceConfig;
 use datafusion::datasource::source::DataSource;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
+use datafusion::physical_plan::coalesce_partitions::CoalescePartitionsExec;
 use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
+use datafusion::physical_plan::filter::FilterExec;
 use datafusion::physical_plan::metrics::{
     Count, ExecutionPlanMetricsSet, MetricBuilder, MetricsSet, Time,
 };
+use datafusion::physical_plan::repartition::RepartitionExec;
 use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, ExecutionPlanProperties, Partitioning,
     PlanProperties,
@@ -38,6 +44,7 @@ use datafusion::physical_plan::{
 use futures::{StreamExt, TryStreamExt};
 
 use super::host_layout::{CHUNK_STRING_BYTES, ChunkBuilder, GatheredChunk, PinnedChunk};
+use super::host_predicate::{HostPredicate, MAX_LOOKUP_VALUES};
 use super::resident::ResidentTables;
 use super::scan_rows::{ScanPiece, spread_rows};
 use super::string_code_cache::{CodedColumn, StringCodeCache, table_column_arrays};
@@ -137,10 +144,44 @@ impl HostToDeviceExec {
         &self.input
     }
 
-    /// The in-memory table this upload scans itself: its input is the table's scan,
-    /// without a pushed-down LIMIT (which only the scan's own stream applies).
-    fn scanned_table(&self) -> Option<&datafusion::datasource::memory::MemorySourceConfig> {
-        memory_source(self.input.as_ref()).filter(|memory| DataSource::fetch(*memory).is_none())
+    /// The in-memory table this upload reads itself: its input is the table's scan,
+    /// or a filter right above the scan that the upload runs on the host as it reads
+    /// the table (`placement/host_prefilter.rs`), neither holding a pushed-down LIMIT
+    /// (which only their own streams apply).
+    fn table_read(&self) -> Option<TableRead<'_>> {
+        let unlimited = |memory: &&MemorySourceConfig| DataSource::fetch(*memory).is_none();
+        let Some(filter) = self.input.downcast_ref::<FilterExec>() else {
+            let memory = memory_source(self.input.as_ref()).filter(unlimited)?;
+            return Some(TableRead {
+                memory,
+                scan_schema: self.input.schema(),
+                filter: None,
+            });
+        };
+        if self.input.fetch().is_some() {
+            return None;
+        }
+        // A table of fewer partitions than cores is read through a round-robin
+        // exchange, which the upload does without.
+        let mut scan = filter.input();
+        while scan.is::<RepartitionExec>() || scan.is::<CoalescePartitionsExec>() {
+            let [child] = scan.children()[..] else {
+                return None;
+            };
+            if scan.fetch().is_some() {
+                return None;
+            }
+            scan = child;
+        }
+        let memory = memory_source(scan.as_ref()).filter(unlimited)?;
+        Some(TableRead {
+            memory,
+            scan_schema: scan.schema(),
+            filter: Some(ReadFilter {
+                predicate: filter.predicate(),
+                passed_on: filter.projection().as_deref(),
+            }),
+        })
     }
 
     /// The string columns this upload sends as codes, by output column.
@@ -155,12 +196,12 @@ impl HostToDeviceExec {
     /// table's arrays of it (one per batch, in partition order): their codes are kept
     /// across queries ([`StringCodeCache`]). Empty for other inputs.
     fn table_string_columns(&self) -> Vec<(usize, Vec<ArrayRef>)> {
-        let Some(memory) = self.scanned_table() else {
+        let Some(read) = self.table_read() else {
             return Vec::new();
         };
         self.coded_columns()
             .into_iter()
-            .filter_map(|i| Some((i, table_column_arrays(memory, i)?)))
+            .filter_map(|i| Some((i, table_column_arrays(read.memory, read.scan_column(i))?)))
             .collect()
     }
 
@@ -170,12 +211,14 @@ impl HostToDeviceExec {
     /// when the input is not such a scan.
     fn scanned_partitions(
         &self,
+        read: Option<&TableRead<'_>>,
         parallelism: usize,
         coded: &[(usize, Arc<CodedColumn>)],
     ) -> Result<Option<Vec<Vec<ScanPiece>>>> {
-        let Some(memory) = self.scanned_table() else {
+        let Some(read) = read else {
             return Ok(None);
         };
+        let memory = read.memory;
         let piece = |batch: &RecordBatch| {
             let batch = match memory.projection() {
                 Some(columns) => batch.project(columns)?,
@@ -184,12 +227,13 @@ impl HostToDeviceExec {
             let codes = coded
                 .iter()
                 .map(|(i, column)| {
-                    let codes = column.codes_of(batch.column(*i)).ok_or_else(|| {
+                    let scanned = read.scan_column(*i);
+                    let codes = column.codes_of(batch.column(scanned)).ok_or_else(|| {
                         DataFusionError::Internal(format!(
                             "no kept codes for a batch of column {i}"
                         ))
                     })?;
-                    Ok((*i, codes.clone()))
+                    Ok((scanned, codes.clone()))
                 })
                 .collect::<Result<Vec<_>>>()?;
             Ok::<_, DataFusionError>(ScanPiece { batch, codes })
@@ -200,23 +244,6 @@ impl HostToDeviceExec {
             .map(|batches| batches.iter().map(piece).collect::<Result<Vec<_>>>())
             .collect::<Result<Vec<_>>>()?;
         Ok(Some(spread_rows(partitions, parallelism)))
-    }
-
-    /// The input's schema with the columns of `coded` typed as their codes.
-    fn coded_schema(&self, coded: &[(usize, Arc<CodedColumn>)]) -> SchemaRef {
-        let schema = self.input.schema();
-        if coded.is_empty() {
-            return schema;
-        }
-        let mut fields: Vec<_> = schema.fields().iter().cloned().collect();
-        for (i, _) in coded {
-            fields[*i] = Arc::new(Field::new(
-                fields[*i].name(),
-                DataType::Int32,
-                fields[*i].is_nullable(),
-            ));
-        }
-        Arc::new(Schema::new(fields))
     }
 
     /// One dictionary per coded string column: the kept one of a column in `coded`
@@ -284,6 +311,33 @@ impl HostToDeviceExec {
         })
         .filter_map(|()| async { None });
         Ok(uploads.chain(keep).boxed())
+    }
+}
+
+/// An in-memory table an upload reads itself ([`HostToDeviceExec::table_read`]).
+struct TableRead<'a> {
+    memory: &'a MemorySourceConfig,
+    /// The scan's columns (its projection applied).
+    scan_schema: SchemaRef,
+    /// The filter over the scan that the upload runs.
+    filter: Option<ReadFilter<'a>>,
+}
+
+/// A filter an upload runs as it reads a table.
+#[derive(Clone, Copy)]
+struct ReadFilter<'a> {
+    predicate: &'a Arc<dyn PhysicalExpr>,
+    /// The scan's columns it passes on (`None`: all of them).
+    passed_on: Option<&'a [usize]>,
+}
+
+impl TableRead<'_> {
+    /// The scan's column behind the upload's column `output`.
+    fn scan_column(&self, output: usize) -> usize {
+        match self.filter.and_then(|filter| filter.passed_on) {
+            Some(columns) => columns[output],
+            None => output,
+        }
     }
 }
 
@@ -472,10 +526,12 @@ async fn upload_heap(
 
 impl DisplayAs for HostToDeviceExec {
     fn fmt_as(&self, _: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
-        let scan = if self.scanned_table().is_some() {
-            "scan of an in-memory table, "
-        } else {
-            ""
+        let scan = match self.table_read() {
+            Some(TableRead {
+                filter: Some(_), ..
+            }) => "scan of an in-memory table, its filter on the host, ",
+            Some(_) => "scan of an in-memory table, ",
+            None => "",
         };
         let schema = self.input.schema();
         let bytes: Vec<&str> = self
@@ -631,15 +687,57 @@ impl HostToDeviceExec {
         filter: Option<Arc<dyn PhysicalExpr>>,
         coded: &[(usize, Arc<CodedColumn>)],
     ) -> Result<DeviceStream> {
-        let scanned =
-            self.scanned_partitions(context.session_config().target_partitions(), coded)?;
+        let read = self.table_read();
+        let scanned = self.scanned_partitions(
+            read.as_ref(),
+            context.session_config().target_partitions(),
+            coded,
+        )?;
+        // A filter the upload runs as it reads the table (its input), or else the host
+        // filter (which only drops rows early; the GPU segment runs that one again).
+        let (filter, passed_on) = match read.as_ref().and_then(|read| read.filter) {
+            Some(read_filter) => (
+                Some(Arc::clone(read_filter.predicate)),
+                read_filter.passed_on.map(Arc::<[usize]>::from),
+            ),
+            None => (filter, None),
+        };
+        // Its conjuncts ranked on the table's first rows (original values).
+        let filter = filter.map(|predicate| {
+            let sample = scanned
+                .as_ref()
+                .and_then(|partitions| partitions.iter().flatten().next())
+                .map(|piece| &piece.batch);
+            let schema = read
+                .as_ref()
+                .map_or_else(|| self.input.schema(), |read| Arc::clone(&read.scan_schema));
+            // Kept codes ride along each batch in `coded`'s order.
+            let dictionaries: Vec<(usize, Option<Arc<StringArray>>)> = match &read {
+                Some(read) => coded
+                    .iter()
+                    .map(|(i, column)| {
+                        let small = column.dictionary.len() <= MAX_LOOKUP_VALUES;
+                        let values = small
+                            .then(|| column.dictionary.view().values().ok())
+                            .flatten();
+                        (read.scan_column(*i), values)
+                    })
+                    .collect(),
+                None => Vec::new(),
+            };
+            Arc::new(HostPredicate::new(
+                &predicate,
+                &schema,
+                sample,
+                &dictionaries,
+            ))
+        });
         let partitions = scanned.as_ref().map_or_else(
             || self.input.output_partitioning().partition_count(),
             Vec::len,
         );
         let dictionaries = self.dictionaries(coded);
         let schema = self.input.schema();
-        let coded_schema = self.coded_schema(coded);
         let metrics = UploadMetrics::new(&self.metrics);
         let (sender, receiver) = tokio::sync::mpsc::channel::<Result<Arc<DeviceBatch>>>(2);
         let mut tasks = tokio::task::JoinSet::new();
@@ -658,7 +756,7 @@ impl HostToDeviceExec {
                     .map_ok(ScanPiece::plain)
                     .boxed(),
             };
-            let (filter, coded_schema) = (filter.clone(), Arc::clone(&coded_schema));
+            let (filter, passed_on) = (filter.clone(), passed_on.clone());
             let sender = sender.clone();
             let mut gatherer =
                 PartitionGatherer::new(&self.device, &schema, &dictionaries, chunking)
@@ -669,7 +767,7 @@ impl HostToDeviceExec {
                     let mut gathering = std::time::Duration::ZERO;
                     while let Some(piece) = input.next().await {
                         let start = std::time::Instant::now();
-                        let batch = piece?.prepare(filter.as_ref(), &coded_schema)?;
+                        let batch = piece?.prepare(filter.as_deref(), passed_on.as_deref())?;
                         let full = gatherer.push(&batch).map_err(device_error)?;
                         gathering += start.elapsed();
                         metrics.gather.add_elapsed(start);

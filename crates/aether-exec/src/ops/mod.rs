@@ -26,6 +26,7 @@ mod gpu_segment;
 mod gpu_sort;
 mod group_table;
 mod host_layout;
+mod host_predicate;
 mod host_tables;
 mod host_to_device;
 mod join_filter;

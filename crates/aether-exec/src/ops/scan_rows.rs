@@ -8,15 +8,20 @@
 //! DataFusion's own kernels on the gathering tasks, only the rows it keeps are
 //! gathered and sent. The GPU segment still runs the filter (it passes everything
 //! left), so its results do not depend on where the rows were dropped. The predicate
-//! reads the table's own values, never the codes a string column is sent as.
+//! reads the table's own values, or for a test of one coded column the codes, looked
+//! up in its results for the dictionary's values (`host_predicate.rs`).
+//!
+//! A filter the upload runs in place of the segment (`placement/host_prefilter.rs`)
+//! is the upload's input itself: its predicate keeps the rows and its projection
+//! picks the columns gathered, so the strings it only tests are never sent.
 
 use std::sync::Arc;
 
-use datafusion::arrow::array::{ArrayRef, AsArray, Int32Array, RecordBatch};
-use datafusion::arrow::compute::filter_record_batch;
-use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::arrow::array::{ArrayRef, Int32Array, RecordBatch};
+use datafusion::arrow::datatypes::{DataType, Field, Schema};
 use datafusion::error::{DataFusionError, Result};
-use datafusion::physical_expr::PhysicalExpr;
+
+use super::host_predicate::HostPredicate;
 
 /// Rows that can be counted and cut without copying.
 pub(super) trait Rows: Sized {
@@ -35,7 +40,7 @@ impl Rows for RecordBatch {
 }
 
 /// Rows on their way to a gathering task: a batch of the input and, for the coded
-/// string columns of a scanned table, their kept codes (by output column).
+/// string columns of a scanned table, their kept codes (by column of the batch).
 #[derive(Debug, Clone)]
 pub(super) struct ScanPiece {
     pub batch: RecordBatch,
@@ -69,43 +74,81 @@ impl ScanPiece {
     }
 
     /// The rows as gathered: those `filter` keeps (evaluated on the batch's own values;
-    /// a NULL result drops the row, as `FilterExec` does), with each coded column's
-    /// strings replaced by their codes (`coded_schema` types them).
+    /// a NULL result drops the row, as `FilterExec` does), only the columns `passed_on`
+    /// names when it names some (a filter's projection), and each coded column's
+    /// strings replaced by their codes.
     pub fn prepare(
         self,
-        filter: Option<&Arc<dyn PhysicalExpr>>,
-        coded_schema: &SchemaRef,
+        filter: Option<&HostPredicate>,
+        passed_on: Option<&[usize]>,
     ) -> Result<RecordBatch> {
-        let rows = self.batch.num_rows();
-        let mask = match filter {
-            Some(predicate) if rows > 0 => Some(predicate.evaluate(&self.batch)?.into_array(rows)?),
-            _ => None,
-        };
-        let batch = if self.codes.is_empty() {
-            self.batch
-        } else {
-            let mut columns: Vec<ArrayRef> = self.batch.columns().to_vec();
-            for (i, codes) in self.codes {
-                let slot = columns.get_mut(i).ok_or_else(|| {
-                    DataFusionError::Internal(format!("no column {i} for kept codes"))
-                })?;
-                *slot = Arc::new(codes);
+        let width = self.batch.num_columns();
+        let coded: Vec<usize> = self.codes.iter().map(|(i, _)| *i).collect();
+        let mut kept_columns: Vec<usize> =
+            passed_on.map_or_else(|| (0..width).collect(), <[usize]>::to_vec);
+        let passed = kept_columns.len();
+        // The codes ride along as extra columns, filtered with the values they code.
+        kept_columns.extend(width..width + coded.len());
+        let batch = with_codes_appended(self.batch, self.codes)?;
+        let batch = match filter {
+            Some(predicate) if batch.num_rows() > 0 => {
+                predicate.filter(batch, Some(&kept_columns))?
             }
-            RecordBatch::try_new(Arc::clone(coded_schema), columns)?
+            _ => batch.project(&kept_columns)?,
         };
-        match mask {
-            None => Ok(batch),
-            Some(mask) => {
-                let mask = mask.as_boolean_opt().ok_or_else(|| {
-                    DataFusionError::Internal(format!(
-                        "a host filter returned {}, not booleans",
-                        mask.data_type()
-                    ))
-                })?;
-                Ok(filter_record_batch(&batch, mask)?)
+        if coded.is_empty() {
+            return Ok(batch);
+        }
+        // The passed-on columns, then the codes: each code column takes its column's place.
+        let schema = batch.schema();
+        let mut fields: Vec<Field> = schema.fields()[..passed]
+            .iter()
+            .map(|f| f.as_ref().clone())
+            .collect();
+        let mut columns: Vec<ArrayRef> = batch.columns()[..passed].to_vec();
+        for (k, scanned) in coded.into_iter().enumerate() {
+            // Every place the column is passed on to (a projection may name it twice).
+            let places: Vec<usize> = (0..passed)
+                .filter(|j| kept_columns[*j] == scanned)
+                .collect();
+            if places.is_empty() {
+                return Err(DataFusionError::Internal(format!(
+                    "kept codes of column {scanned}, which is not passed on"
+                )));
+            }
+            for at in places {
+                fields[at] =
+                    Field::new(fields[at].name(), DataType::Int32, fields[at].is_nullable());
+                columns[at] = Arc::clone(batch.column(passed + k));
             }
         }
+        Ok(RecordBatch::try_new(
+            Arc::new(Schema::new(fields)),
+            columns,
+        )?)
     }
+}
+
+/// `batch` with `codes` appended as `Int32` columns after its own.
+fn with_codes_appended(batch: RecordBatch, codes: Vec<(usize, Int32Array)>) -> Result<RecordBatch> {
+    if codes.is_empty() {
+        return Ok(batch);
+    }
+    let schema = batch.schema();
+    let mut fields: Vec<Field> = schema.fields().iter().map(|f| f.as_ref().clone()).collect();
+    let mut columns = batch.columns().to_vec();
+    for (i, codes) in codes {
+        fields.push(Field::new(
+            format!("codes of column {i}"),
+            DataType::Int32,
+            true,
+        ));
+        columns.push(Arc::new(codes));
+    }
+    Ok(RecordBatch::try_new(
+        Arc::new(Schema::new(fields)),
+        columns,
+    )?)
 }
 
 /// Fewest rows a part of [`spread_rows`] gets: below this, another task costs more
@@ -153,8 +196,8 @@ mod tests {
     use datafusion::arrow::datatypes::{DataType, Field, Schema};
 
     use super::*;
-    use datafusion::arrow::datatypes::DataType as Type;
     use datafusion::logical_expr::Operator;
+    use datafusion::physical_expr::PhysicalExpr;
     use datafusion::physical_expr::expressions::{BinaryExpr, Column, Literal};
     use datafusion::scalar::ScalarValue;
 
@@ -227,10 +270,6 @@ mod tests {
             batch,
             codes: vec![(0, codes)],
         };
-        let coded_schema = Arc::new(Schema::new(vec![
-            Field::new("s", Type::Int32, true),
-            Field::new("n", DataType::Int32, false),
-        ]));
         let predicate: Arc<dyn PhysicalExpr> = Arc::new(BinaryExpr::new(
             Arc::new(Column::new("s", 0)),
             Operator::Eq,
@@ -239,7 +278,10 @@ mod tests {
         // The last three rows, cut as a spreading task would.
         let kept = piece
             .slice(1, 3)
-            .prepare(Some(&predicate), &coded_schema)
+            .prepare(
+                Some(&HostPredicate::new(&predicate, &schema, None, &[])),
+                None,
+            )
             .unwrap();
         assert_eq!(kept.num_rows(), 1);
         let codes = kept
@@ -254,9 +296,34 @@ mod tests {
             .unwrap();
         assert_eq!((codes.value(0), numbers.value(0)), (0, 4));
         // Without a filter every row goes, as codes.
-        let all = ScanPiece::plain(kept.clone())
-            .prepare(None, &coded_schema)
-            .unwrap();
+        let all = ScanPiece::plain(kept.clone()).prepare(None, None).unwrap();
         assert_eq!(all.num_rows(), 1);
+        // A filter run in place of the segment's passes on only its projection: the
+        // tested strings are not gathered at all.
+        let piece = ScanPiece::plain(
+            RecordBatch::try_new(
+                Arc::clone(&schema),
+                vec![
+                    Arc::new(datafusion::arrow::array::StringArray::from(vec![
+                        "keep", "drop", "keep",
+                    ])),
+                    Arc::new(Int32Array::from(vec![7, 8, 9])),
+                ],
+            )
+            .unwrap(),
+        );
+        let numbers_only = piece
+            .prepare(
+                Some(&HostPredicate::new(&predicate, &schema, None, &[])),
+                Some(&[1]),
+            )
+            .unwrap();
+        assert_eq!(numbers_only.num_columns(), 1);
+        let numbers = numbers_only
+            .column(0)
+            .as_any()
+            .downcast_ref::<Int32Array>()
+            .unwrap();
+        assert_eq!(numbers.values().to_vec(), vec![7, 9]);
     }
 }

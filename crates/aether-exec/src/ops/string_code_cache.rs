@@ -18,9 +18,9 @@
 //! its address. Entries are evicted least recently used first
 //! when the codes and dictionaries would pass [`StringCodeCache::budget_bytes`].
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::hash::{DefaultHasher, Hash, Hasher};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use aether_gpu::DeviceError;
@@ -48,12 +48,14 @@ impl CodedColumn {
     /// Codes `arrays` (one string column's arrays) with every core, into one new
     /// dictionary.
     pub fn code(arrays: &[ArrayRef]) -> Result<Self, DeviceError> {
+        Self::code_on(arrays, cores())
+    }
+
+    /// [`Self::code`] on at most `threads` threads.
+    fn code_on(arrays: &[ArrayRef], threads: usize) -> Result<Self, DeviceError> {
         let dictionary = Arc::new(GrowingDictionary::default());
         let next = AtomicUsize::new(0);
-        let threads = std::thread::available_parallelism()
-            .map_or(1, usize::from)
-            .min(arrays.len())
-            .max(1);
+        let threads = threads.min(arrays.len()).max(1);
         let coded: Vec<Result<Vec<(usize, Int32Array)>, DeviceError>> =
             std::thread::scope(|scope| {
                 let workers: Vec<_> = (0..threads)
@@ -93,6 +95,10 @@ impl CodedColumn {
             .sum();
         codes + self.dictionary.heap_bytes()
     }
+}
+
+fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, usize::from)
 }
 
 /// Codes the arrays a worker claims (by `next`) until none are left.
@@ -135,6 +141,14 @@ pub fn table_column_arrays(memory: &MemorySourceConfig, column: usize) -> Option
 pub struct StringCodeCache {
     budget_bytes: usize,
     state: Mutex<State>,
+    /// Changes whenever a column is kept or dropped: plans chosen by what was kept
+    /// are remade after it changes.
+    generation: AtomicU64,
+    /// Columns a background thread is coding (by key), so none is queued twice.
+    pending: Mutex<HashSet<u64>>,
+    /// Columns coded once and found larger than the budget (by key): never coded in
+    /// the background again, nor counted on by the cost model.
+    refused: Mutex<HashSet<u64>>,
 }
 
 #[derive(Debug, Default)]
@@ -187,6 +201,70 @@ impl StringCodeCache {
         Self {
             budget_bytes,
             state: Mutex::default(),
+            generation: AtomicU64::new(0),
+            pending: Mutex::default(),
+            refused: Mutex::default(),
+        }
+    }
+
+    /// Whether `arrays` were coded once and did not fit the budget.
+    pub fn refused(&self, arrays: &[ArrayRef]) -> bool {
+        lock(&self.refused).contains(&identify(arrays).1)
+    }
+
+    /// A number that changes whenever a column is kept or dropped.
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
+    }
+
+    /// Codes `columns` (each a column's arrays) on a background thread and keeps
+    /// them, skipping those kept, queued or refused: for a query the cost model kept
+    /// on the CPU only because its columns were not coded yet, so that a later run
+    /// finds them kept. It takes a quarter of the cores, beside the query running on
+    /// the CPU meanwhile. A failure to code leaves the column uncoded, as before.
+    pub fn code_in_background(&'static self, columns: Vec<Vec<ArrayRef>>) {
+        // Held weakly while queued: a table dropped or replaced meanwhile is not coded.
+        type Queued = (u64, Vec<Weak<dyn Array>>);
+        let queued: Vec<Queued> = {
+            let mut pending = lock(&self.pending);
+            columns
+                .into_iter()
+                .filter(|arrays| {
+                    !arrays.is_empty() && !self.contains(arrays) && !self.refused(arrays)
+                })
+                .map(|arrays| {
+                    (
+                        identify(&arrays).1,
+                        arrays.iter().map(Arc::downgrade).collect(),
+                    )
+                })
+                .filter(|(key, _)| pending.insert(*key))
+                .collect()
+        };
+        if queued.is_empty() {
+            return;
+        }
+        let keys: Vec<u64> = queued.iter().map(|(key, _)| *key).collect();
+        let spawned = std::thread::Builder::new()
+            .name("aether-string-codes".into())
+            .spawn(move || {
+                let threads = (cores() / 4).max(1);
+                for (key, held) in queued {
+                    let arrays: Option<Vec<ArrayRef>> = held.iter().map(Weak::upgrade).collect();
+                    if let Some(arrays) = arrays
+                        && self.get(&arrays).is_none()
+                        && let Ok(column) = CodedColumn::code_on(&arrays, threads)
+                    {
+                        self.insert(&arrays, Arc::new(column));
+                    }
+                    lock(&self.pending).remove(&key);
+                }
+            });
+        if spawned.is_err() {
+            let mut pending = lock(&self.pending);
+            for key in keys {
+                pending.remove(&key);
+            }
         }
     }
 
@@ -247,10 +325,11 @@ impl StringCodeCache {
 
     fn insert(&self, arrays: &[ArrayRef], column: Arc<CodedColumn>) {
         let bytes = column.heap_bytes();
+        let (sorted, key) = identify(arrays);
         if bytes > self.budget_bytes {
+            lock(&self.refused).insert(key);
             return;
         }
-        let (sorted, key) = identify(arrays);
         let mut state = self.lock();
         let state = &mut *state;
         state.entries.retain(|_, entry| !entry.is_dead());
@@ -273,13 +352,18 @@ impl StringCodeCache {
         };
         state.entries.insert(key, entry);
         state.bytes += bytes;
+        self.generation.fetch_add(1, Ordering::AcqRel);
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
-        // Every change is made in full under the lock; a panic elsewhere leaves the
-        // state as consistent as it was.
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.state)
     }
+}
+
+/// Every change is made in full under a lock; a panic elsewhere leaves the state as
+/// consistent as it was.
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Physical memory from `/proc/meminfo` (Linux), if readable.
@@ -363,6 +447,31 @@ mod tests {
         drop((first, again));
         cache.get_or_code(&copies).unwrap();
         assert_eq!(cache.lock().entries.len(), 1);
+    }
+
+    #[test]
+    fn columns_coded_in_the_background_are_kept_once_and_change_the_generation() {
+        let cache: &'static StringCodeCache = Box::leak(Box::new(StringCodeCache::new(1 << 20)));
+        let arrays = vec![
+            strings(&[Some("x"), None, Some("y")]),
+            strings(&[Some("x")]),
+        ];
+        let before = cache.generation();
+        // Asked twice: queued once.
+        cache.code_in_background(vec![arrays.clone(), arrays.clone()]);
+        cache.code_in_background(vec![arrays.clone()]);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while !cache.contains(&arrays) {
+            assert!(std::time::Instant::now() < deadline, "never coded");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        assert_eq!(cache.generation(), before + 1);
+        let column = cache.get(&arrays).unwrap();
+        assert_eq!(column.dictionary.len(), 2);
+        // Kept: asking again codes nothing.
+        cache.code_in_background(vec![arrays.clone()]);
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert_eq!(cache.generation(), before + 1);
     }
 
     #[test]

@@ -120,6 +120,18 @@ impl Prediction {
     }
 }
 
+/// Bytes a row of the columns of `schema` that `predicate` reads.
+pub(super) fn tested_width(
+    predicate: &std::sync::Arc<dyn datafusion::physical_expr::PhysicalExpr>,
+    schema: &Schema,
+) -> f64 {
+    datafusion::physical_expr::utils::collect_columns(predicate)
+        .iter()
+        .filter_map(|column| schema.fields().get(column.index()))
+        .map(|field| arrow_width(field.data_type()) as f64)
+        .sum()
+}
+
 pub(super) fn arrow_width(data_type: &DataType) -> usize {
     match data_type {
         DataType::Boolean | DataType::Int8 | DataType::UInt8 => 1,
@@ -169,17 +181,27 @@ impl CostModel {
 
 impl CostModel {
     /// [`Self::predict`] for an upload that filters on the host first and keeps
-    /// `kept` of the rows (`placement/host_filter.rs`): the filter reads every row
-    /// once, as the CPU's would; only the rows it keeps are gathered and sent.
-    pub fn predict_host_filtered(&self, schema: &Schema, rows: usize, kept: f64) -> Prediction {
+    /// `kept` of the rows (`placement/host_filter.rs`): the filter reads its columns
+    /// (`tested_width` bytes a row) for every row and cuts out the rows it keeps
+    /// (`ops/host_predicate.rs`); only those are gathered and sent.
+    pub fn predict_host_filtered(
+        &self,
+        schema: &Schema,
+        rows: usize,
+        kept: f64,
+        tested_width: f64,
+    ) -> Prediction {
+        let kept = kept.clamp(0.0, 1.0);
         let all = self.predict(schema, rows, false);
-        let passed = self.predict(schema, (rows as f64 * kept.clamp(0.0, 1.0)) as usize, false);
+        let passed = self.predict(schema, (rows as f64 * kept) as usize, false);
         let width: f64 = schema
             .fields()
             .iter()
             .map(|f| arrow_width(f.data_type()) as f64)
             .sum();
-        let filter_ms = rows as f64 * width / (self.cpu_filter_per_core * self.cores) * 1e3;
+        let filter_ms = rows as f64 * (tested_width + kept * width)
+            / (self.cpu_filter_per_core * self.cores)
+            * 1e3;
         Prediction {
             cpu_ms: all.cpu_ms,
             gpu_ms: passed.gpu_ms + filter_ms,
@@ -232,13 +254,17 @@ mod tests {
             ..CostModel::default()
         };
         let all = model.predict(&schema, 60_000_000, false);
-        let few = model.predict_host_filtered(&schema, 60_000_000, 0.02);
+        // A filter on one date column (four bytes a row) keeping 2% of the rows.
+        let few = model.predict_host_filtered(&schema, 60_000_000, 0.02, 4.0);
         assert_eq!(few.cpu_ms, all.cpu_ms);
-        // The filter's host pass is charged at the full row width (here as much as
-        // gathering every row); what it saves is the PCIe and gathering of the rest.
+        // The filter's host pass reads its column for every row; what it saves is the
+        // PCIe and gathering of the rest.
         assert!(few.transfer_ms < all.transfer_ms, "{}", few.describe());
         assert!(few.gpu_ms < all.gpu_ms, "{}", few.describe());
         assert!(few.gpu_ms > model.predict(&schema, 1_200_000, false).gpu_ms);
+        // Testing wider columns costs more.
+        let wide = model.predict_host_filtered(&schema, 60_000_000, 0.02, 48.0);
+        assert!(wide.gpu_ms > few.gpu_ms);
     }
 
     #[test]

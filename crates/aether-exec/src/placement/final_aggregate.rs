@@ -37,7 +37,10 @@ pub(super) struct FinalOverPartial {
 
 /// `plan` as a final aggregate over a partial aggregate candidate (through at most
 /// one exchange), if it is one.
-pub(super) fn final_over_partial(plan: &Arc<dyn ExecutionPlan>) -> Option<FinalOverPartial> {
+pub(super) fn final_over_partial(
+    plan: &Arc<dyn ExecutionPlan>,
+    host_side: &dyn Fn(&Arc<dyn ExecutionPlan>) -> bool,
+) -> Option<FinalOverPartial> {
     let aggregate = plan.downcast_ref::<AggregateExec>()?;
     if !matches!(
         aggregate.mode(),
@@ -55,7 +58,7 @@ pub(super) fn final_over_partial(plan: &Arc<dyn ExecutionPlan>) -> Option<FinalO
     }
     Some(FinalOverPartial {
         final_plan: Arc::clone(plan),
-        partial: candidate(input)?,
+        partial: candidate(input, host_side)?,
     })
 }
 

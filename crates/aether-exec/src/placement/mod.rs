@@ -28,6 +28,7 @@
 mod cost;
 mod final_aggregate;
 mod host_filter;
+mod host_prefilter;
 mod joins;
 mod report;
 mod rows;
@@ -131,6 +132,7 @@ pub fn place(plan: Arc<dyn ExecutionPlan>, settings: &PlacementSettings) -> Resu
         parent_takes_device: false,
         gpu_region: false,
         predictions: Default::default(),
+        coding_started: false,
     };
     // `auto` decides by the predictions; GPU joins choose their build side by the row
     // estimates under either engine.
@@ -162,6 +164,8 @@ struct Placer<'a> {
     gpu_region: bool,
     /// `auto`'s predictions for every subtree of the plan, made once.
     predictions: subtree_cost::Predictions,
+    /// Whether this placement started coding string columns in the background.
+    coding_started: bool,
 }
 
 /// Whether the scan `leaf` is kept on the GPU across queries.
@@ -251,7 +255,47 @@ impl Placer<'_> {
             if prediction.gpu_pays() {
                 return self.visit_gpu_region(plan, depth, prediction);
             }
+            if prediction.pays_once_coded() && self.start_coding(plan) {
+                let first = self.lines.len();
+                let placed = self.visit_placed(plan, depth);
+                if let Some(line) = self.lines.get_mut(first) {
+                    line.reasons.push(PlacementReason::new(
+                        ReasonCode::CostModel,
+                        format!(
+                            "{}; {:.1} ms of it codes string columns, which are being \
+                             coded now and kept for the next run",
+                            prediction.describe(),
+                            prediction.kept_coding_ms
+                        ),
+                    ));
+                }
+                return placed;
+            }
         }
+        self.visit_placed(plan, depth)
+    }
+
+    /// Codes in the background the string columns the GPU plan of `plan`'s subtree
+    /// would code, once per placement and only with a GPU; whether it did.
+    fn start_coding(&mut self, plan: &Arc<dyn ExecutionPlan>) -> bool {
+        if self.settings.device.is_none() || self.coding_started {
+            return false;
+        }
+        self.coding_started = true;
+        let settings = self.settings;
+        let columns = subtree_cost::columns_to_code(plan, &settings.cost, &|leaf| {
+            is_resident(settings, leaf)
+        });
+        crate::ops::StringCodeCache::shared().code_in_background(columns);
+        true
+    }
+
+    /// [`Self::visit`] once `auto` has not moved `plan`'s subtree as a whole.
+    fn visit_placed(
+        &mut self,
+        plan: &Arc<dyn ExecutionPlan>,
+        depth: usize,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
         let takes_device = std::mem::take(&mut self.parent_takes_device);
         if takes_device && scans::is_exchange(plan) {
             // Collapsed: the upload or GPU operator below reads every partition.
@@ -272,12 +316,18 @@ impl Placer<'_> {
         if let Some(join) = plan.downcast_ref::<HashJoinExec>() {
             return self.visit_join(plan, join, depth, takes_device);
         }
-        if let Some(candidate) = candidate(plan) {
+        // Read by a GPU operator. Read by CPU operators, it is a row chain as any: with
+        // `--engine gpu` its strings may go to the GPU as bytes.
+        if takes_device && let Some(tested) = self.host_side(plan) {
+            return self.visit_host_filter(plan, &tested, depth);
+        }
+        let host_side = |node: &Arc<dyn ExecutionPlan>| self.host_side(node).is_some();
+        if let Some(candidate) = candidate(plan, &host_side) {
             let decision = self.decide(&candidate.aggregate, &candidate.chain, &candidate.source);
             return self.visit_aggregate(candidate, decision, depth, takes_device);
         }
         let mut reasons = vec![operator_reason(plan)];
-        if let Some(pair) = final_aggregate::final_over_partial(plan) {
+        if let Some(pair) = final_aggregate::final_over_partial(plan, &host_side) {
             let partial = &pair.partial;
             let decision = self.decide(&partial.aggregate, &partial.chain, &partial.source);
             match &decision {
@@ -297,7 +347,7 @@ impl Placer<'_> {
                 Decision::Cpu(..) => reasons = vec![final_aggregate::partial_on_cpu()],
             }
         }
-        if let Some(chain) = rows::row_chain(plan) {
+        if let Some(chain) = rows::row_chain(plan, &host_side) {
             return self.visit_row_chain(chain, depth, takes_device);
         }
         self.line(depth, Mark::NotOnGpu, plan, reasons);
@@ -307,6 +357,41 @@ impl Placer<'_> {
         {
             return self.visit_exchange(plan, exchange, depth + 1);
         }
+        self.visit_children(plan, depth + 1)
+    }
+
+    /// The many-valued string columns `plan` tests and passes on to nobody, when it is
+    /// a filter the upload above runs on the host as it reads the table
+    /// ([`host_prefilter`]); never over a table kept resident on the GPU.
+    fn host_side(&self, plan: &Arc<dyn ExecutionPlan>) -> Option<Vec<String>> {
+        let [input] = plan.children()[..] else {
+            return None;
+        };
+        if is_resident(self.settings, &scans::below_exchanges(Arc::clone(input))) {
+            return None;
+        }
+        host_prefilter::tested_only(plan)
+    }
+
+    /// A filter the upload above it runs on the host as it reads the table
+    /// ([`host_prefilter`]): it stays in the plan as the upload's input.
+    fn visit_host_filter(
+        &mut self,
+        plan: &Arc<dyn ExecutionPlan>,
+        tested: &[String],
+        depth: usize,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        self.line(
+            depth,
+            Mark::NotOnGpu,
+            plan,
+            vec![PlacementReason::new(
+                ReasonCode::CostModel,
+                host_prefilter::reason_text(tested),
+            )],
+        );
+        // The upload reads the table itself: the scan (and any exchange over it) is its.
+        self.parent_takes_device = true;
         self.visit_children(plan, depth + 1)
     }
 
@@ -982,9 +1067,20 @@ impl Placer<'_> {
                 );
             }
             let cost = &self.settings.cost;
-            let prediction = match host_filter::of_chain(chain).filter(|_| !resident) {
-                Some((_, kept)) => cost.predict_host_filtered(&source.schema(), rows, kept),
-                None => cost.predict(&source.schema(), rows, resident),
+            let host_side =
+                host_side_read(&scans::below_exchanges(Arc::clone(source))).filter(|_| !resident);
+            let host_filter = host_filter::of_chain(chain).filter(|_| !resident);
+            let schema = source.schema();
+            let prediction = match (host_side, host_filter) {
+                // The upload runs the filter under the chain (its rows are the table's).
+                (Some((rows, kept, tested)), _) => {
+                    cost.predict_host_filtered(&schema, rows, kept, tested)
+                }
+                (None, Some((predicate, kept))) => {
+                    let tested = cost::tested_width(&predicate, &schema);
+                    cost.predict_host_filtered(&schema, rows, kept, tested)
+                }
+                (None, None) => cost.predict(&schema, rows, resident),
             };
             if !prediction.gpu_pays() {
                 return Decision::Cpu(
@@ -1015,11 +1111,28 @@ fn input_rows(source: &Arc<dyn ExecutionPlan>) -> Option<usize> {
                 .sum(),
         );
     }
+    // A filter the upload runs on the host: its table's rows, as many as a sample keeps.
+    if let Some((rows, kept, _)) = host_side_read(&scans::below_exchanges(Arc::clone(source))) {
+        return Some((rows as f64 * kept).ceil() as usize);
+    }
     let statistics = StatisticsContext::new().compute(source.as_ref(), &StatisticsArgs::new());
     match statistics.map(|s| s.num_rows) {
         Ok(Precision::Exact(rows) | Precision::Inexact(rows)) => Some(rows),
         _ => None,
     }
+}
+
+/// For a filter the upload runs on the host as it reads its table
+/// ([`host_prefilter`]): the table's rows, the share a sample keeps and the bytes a
+/// row its predicate reads.
+fn host_side_read(source: &Arc<dyn ExecutionPlan>) -> Option<(usize, f64, f64)> {
+    host_prefilter::tested_only(source)?;
+    let filter = source.downcast_ref::<FilterExec>()?;
+    let scan = scans::below_exchanges(Arc::clone(filter.input()));
+    let rows = input_rows(&scan)?;
+    let kept = subtree_cost::sampled_selectivity(filter)?;
+    let tested = cost::tested_width(filter.predicate(), &filter.input().schema());
+    Some((rows, kept, tested))
 }
 
 enum Decision {
@@ -1105,14 +1218,18 @@ fn expression_class(expr: &dyn datafusion::physical_expr::PhysicalExpr) -> Strin
 /// A partial aggregate over filters and projections, if `plan` is one, or a complete
 /// one (DataFusion's `Single` and `SinglePartitioned`, which need no merge: one input
 /// partition, or input already partitioned by the group keys).
-fn candidate(plan: &Arc<dyn ExecutionPlan>) -> Option<Candidate> {
+/// The chain stops above a filter `host_side` says the upload runs on the host.
+fn candidate(
+    plan: &Arc<dyn ExecutionPlan>,
+    host_side: &dyn Fn(&Arc<dyn ExecutionPlan>) -> bool,
+) -> Option<Candidate> {
     let aggregate = plan.downcast_ref::<AggregateExec>()?;
     if *aggregate.mode() != AggregateMode::Partial && !is_complete(aggregate) {
         return None;
     }
     let mut chain = Vec::new();
     let mut node = Arc::clone(aggregate.input());
-    while node.is::<FilterExec>() || node.is::<ProjectionExec>() {
+    while (node.is::<FilterExec>() || node.is::<ProjectionExec>()) && !host_side(&node) {
         let child = Arc::clone(node.children()[0]);
         chain.push(node);
         node = child;

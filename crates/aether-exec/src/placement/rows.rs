@@ -46,18 +46,23 @@ pub(super) fn is_row_stage(plan: &Arc<dyn ExecutionPlan>) -> bool {
 /// The chain of filters and projections starting at `plan`, if it is one. Exchanges
 /// between two of its stages belong to it: a segment reads every partition anyway,
 /// and the partitioning its top had is restored above it.
-pub(super) fn row_chain(plan: &Arc<dyn ExecutionPlan>) -> Option<RowChain> {
+/// The chain stops above a filter below its top that `host_side` says the upload
+/// runs on the host (`placement/host_prefilter.rs`).
+pub(super) fn row_chain(
+    plan: &Arc<dyn ExecutionPlan>,
+    host_side: &dyn Fn(&Arc<dyn ExecutionPlan>) -> bool,
+) -> Option<RowChain> {
     if !is_row_stage(plan) {
         return None;
     }
     let mut nodes = Vec::new();
     let mut node = Arc::clone(plan);
-    while is_row_stage(&node) {
+    while is_row_stage(&node) && (nodes.is_empty() || !host_side(&node)) {
         let child = Arc::clone(node.children()[0]);
         nodes.push(node);
         node = child;
         let below = scans::below_exchanges(Arc::clone(&node));
-        if !Arc::ptr_eq(&below, &node) && is_row_stage(&below) {
+        if !Arc::ptr_eq(&below, &node) && is_row_stage(&below) && !host_side(&below) {
             while !Arc::ptr_eq(&node, &below) {
                 let child = Arc::clone(node.children()[0]);
                 nodes.push(node);
@@ -222,14 +227,14 @@ mod tests {
         let table: Arc<dyn ExecutionPlan> = Arc::new(EmptyExec::new(schema));
         // projection -> exchange -> filter -> exchange -> table
         let plan = projection(exchange(filter(exchange(Arc::clone(&table)))));
-        let chain = row_chain(&plan).unwrap();
+        let chain = row_chain(&plan, &|_| false).unwrap();
         let names: Vec<&str> = chain.nodes.iter().map(|n| n.name()).collect();
         assert_eq!(names, ["ProjectionExec", "RepartitionExec", "FilterExec"]);
         assert_eq!(chain.source.name(), "RepartitionExec");
         assert_eq!(stages_of(&chain.nodes).len(), 2);
         assert!(!selects_only(&chain.nodes));
         // An exchange with no stage below it ends the chain.
-        let chain = row_chain(&projection(exchange(table))).unwrap();
+        let chain = row_chain(&projection(exchange(table)), &|_| false).unwrap();
         assert_eq!(chain.nodes.len(), 1);
         assert_eq!(chain.source.name(), "RepartitionExec");
     }

@@ -16,6 +16,7 @@ use std::sync::Arc;
 use datafusion::datasource::source::DataSourceExec;
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion::physical_plan::coalesce_partitions::CoalescePartitionsExec;
+use datafusion::physical_plan::filter::FilterExec;
 use datafusion::physical_plan::repartition::RepartitionExec;
 
 use crate::memory_table::memory_source;
@@ -36,6 +37,17 @@ pub(super) fn below_exchanges(plan: Arc<dyn ExecutionPlan>) -> Arc<dyn Execution
         plan = Arc::clone(child);
     }
     plan
+}
+
+/// The scan an upload reading `plan` reads a table through: below any exchanges and
+/// below a filter the upload runs on the host (`placement/host_prefilter.rs`) with
+/// the exchanges under it.
+pub(super) fn scan_below(plan: &Arc<dyn ExecutionPlan>) -> Arc<dyn ExecutionPlan> {
+    let below = below_exchanges(Arc::clone(plan));
+    match below.downcast_ref::<FilterExec>() {
+        Some(filter) => below_exchanges(Arc::clone(filter.input())),
+        None => below,
+    }
 }
 
 /// For a scan (`None` for anything else): whether it runs on the GPU, or why not.

@@ -19,7 +19,6 @@ use std::sync::Arc;
 use datafusion::arrow::array::{Array, AsArray};
 use datafusion::arrow::datatypes::DataType;
 use datafusion::physical_plan::ExecutionPlan;
-use datafusion::physical_plan::repartition::RepartitionExec;
 
 use crate::codegen::aggregate::AggregateSpec;
 use crate::memory_table::memory_source;
@@ -88,12 +87,7 @@ pub fn few_groups(spec: &AggregateSpec, source: &Arc<dyn ExecutionPlan>) -> bool
     if spec.keys.is_empty() {
         return false;
     }
-    // A scan with fewer partitions than cores reads through a round-robin exchange.
-    let mut scan = source;
-    while let Some(exchange) = scan.downcast_ref::<RepartitionExec>() {
-        scan = exchange.input();
-    }
-    let Some(first) = first_batch(scan) else {
+    let Some(first) = first_batch(source) else {
         return false;
     };
     spec.keys.iter().all(|key| {
@@ -104,9 +98,12 @@ pub fn few_groups(spec: &AggregateSpec, source: &Arc<dyn ExecutionPlan>) -> bool
     })
 }
 
-/// The first non-empty batch of `source` when it scans an in-memory table.
+/// The first non-empty batch of the in-memory table `source` reads (through
+/// exchanges, which a scan with fewer partitions than cores reads through, and a
+/// filter the upload runs on the host); its columns are found by name.
 fn first_batch(source: &Arc<dyn ExecutionPlan>) -> Option<datafusion::arrow::array::RecordBatch> {
-    let memory = memory_source(source.as_ref())?;
+    let scan = super::scans::scan_below(source);
+    let memory = memory_source(scan.as_ref())?;
     memory
         .partitions()
         .iter()

@@ -14,9 +14,10 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use datafusion::arrow::array::{Array, AsArray};
+use datafusion::arrow::array::{Array, AsArray, RecordBatch};
 use datafusion::arrow::datatypes::DataType;
 use datafusion::physical_plan::ExecutionPlan;
+use datafusion::physical_plan::filter::FilterExec;
 
 use super::scans::below_exchanges;
 use crate::memory_table::memory_source;
@@ -30,14 +31,7 @@ const DISTINCT_SHARE: f64 = 0.25;
 /// The string columns of `source` an upload would rather send as bytes.
 pub(super) fn candidates(source: &Arc<dyn ExecutionPlan>) -> Vec<usize> {
     let schema = source.schema();
-    let scanned = below_exchanges(Arc::clone(source));
-    let first = memory_source(scanned.as_ref()).and_then(|memory| {
-        let batch = memory.partitions().iter().flatten().next()?.clone();
-        match memory.projection() {
-            Some(columns) => batch.project(columns).ok(),
-            None => Some(batch),
-        }
-    });
+    let first = first_batch(&below_exchanges(Arc::clone(source)));
     schema
         .fields()
         .iter()
@@ -49,6 +43,29 @@ pub(super) fn candidates(source: &Arc<dyn ExecutionPlan>) -> Vec<usize> {
         })
         .map(|(i, _)| i)
         .collect()
+}
+
+/// The first batch of the in-memory table `scanned` reads, as `scanned` returns its
+/// columns: the scan itself, or a filter the upload runs on the host over it
+/// (`placement/host_prefilter.rs`; sampled before filtering).
+fn first_batch(scanned: &Arc<dyn ExecutionPlan>) -> Option<RecordBatch> {
+    let (scan, passed_on) = match scanned.downcast_ref::<FilterExec>() {
+        Some(filter) => (
+            below_exchanges(Arc::clone(filter.input())),
+            filter.projection().clone(),
+        ),
+        None => (Arc::clone(scanned), None),
+    };
+    let memory = memory_source(scan.as_ref())?;
+    let batch = memory.partitions().iter().flatten().next()?.clone();
+    let batch = match memory.projection() {
+        Some(columns) => batch.project(columns).ok()?,
+        None => batch,
+    };
+    match passed_on {
+        Some(columns) => batch.project(&columns).ok(),
+        None => Some(batch),
+    }
 }
 
 /// Whether more than [`DISTINCT_SHARE`] of the first [`SAMPLE_ROWS`] values differ.

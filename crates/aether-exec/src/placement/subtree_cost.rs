@@ -25,7 +25,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use datafusion::arrow::array::{Array, AsArray, RecordBatch};
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, RecordBatch};
 use datafusion::arrow::datatypes::{DataType, Schema};
 use datafusion::common::JoinType;
 use datafusion::physical_expr::PhysicalExpr;
@@ -70,6 +70,9 @@ pub struct SubtreePrediction {
     pub transfer_ms: f64,
     /// Rows the subtree is estimated to return.
     pub rows: f64,
+    /// The GPU's share spent coding string columns whose codes would then be kept:
+    /// paid by the first query only.
+    pub kept_coding_ms: f64,
 }
 
 /// A subtree moves only when the GPU is predicted at most this share of the CPU's
@@ -82,6 +85,11 @@ const GPU_MARGIN: f64 = 0.8;
 impl SubtreePrediction {
     pub fn gpu_pays(&self) -> bool {
         self.gpu_ms < self.cpu_ms * GPU_MARGIN
+    }
+
+    /// Whether the GPU would pay once its string columns' codes are kept.
+    pub fn pays_once_coded(&self) -> bool {
+        !self.gpu_pays() && self.gpu_ms - self.kept_coding_ms < self.cpu_ms * GPU_MARGIN
     }
 
     pub fn describe(&self) -> String {
@@ -109,13 +117,12 @@ pub fn node_key(plan: &Arc<dyn ExecutionPlan>) -> usize {
     Arc::as_ptr(plan) as *const () as usize
 }
 
-/// Predicts every subtree of `plan` on both engines in one walk; `resident` says
-/// whether a leaf's upload is already on the device.
-pub fn predict_all(
+/// A walk of `plan`'s subtree with every node's prediction.
+fn walk<'a>(
     plan: &Arc<dyn ExecutionPlan>,
-    model: &CostModel,
-    resident: &dyn Fn(&Arc<dyn ExecutionPlan>) -> bool,
-) -> Predictions {
+    model: &'a CostModel,
+    resident: &'a dyn Fn(&Arc<dyn ExecutionPlan>) -> bool,
+) -> Walker<'a> {
     let mut walker = Walker {
         model,
         resident,
@@ -123,10 +130,32 @@ pub fn predict_all(
         gpu: 0.0,
         transfer: 0.0,
         upload_share: 1.0,
+        kept_coding: 0.0,
+        to_code: Vec::new(),
         predictions: HashMap::new(),
     };
     walker.walk(plan, None);
-    walker.predictions
+    walker
+}
+
+/// Predicts every subtree of `plan` on both engines in one walk; `resident` says
+/// whether a leaf's upload is already on the device.
+pub fn predict_all(
+    plan: &Arc<dyn ExecutionPlan>,
+    model: &CostModel,
+    resident: &dyn Fn(&Arc<dyn ExecutionPlan>) -> bool,
+) -> Predictions {
+    walk(plan, model, resident).predictions
+}
+
+/// The string columns (each its arrays) of in-memory tables that the GPU plan of
+/// `plan`'s subtree would code and keep.
+pub fn columns_to_code(
+    plan: &Arc<dyn ExecutionPlan>,
+    model: &CostModel,
+    resident: &dyn Fn(&Arc<dyn ExecutionPlan>) -> bool,
+) -> Vec<Vec<ArrayRef>> {
+    walk(plan, model, resident).to_code
 }
 
 /// Whether `plan`'s subtree holds a hash join or a sort.
@@ -163,6 +192,10 @@ struct Walker<'a> {
     /// The share of a table's rows its upload gathers: below 1 under a filter the
     /// upload runs on the host ([`super::host_filter`]).
     upload_share: f64,
+    /// Seconds of host string coding (within `gpu`) whose codes would be kept for
+    /// later queries, and the columns (each its arrays) they code.
+    kept_coding: f64,
+    to_code: Vec<Vec<ArrayRef>>,
     predictions: Predictions,
 }
 
@@ -178,6 +211,7 @@ impl Walker<'_> {
     /// prediction: what the walk added, and on the GPU the download of its rows.
     fn walk(&mut self, plan: &Arc<dyn ExecutionPlan>, needed: Needed) -> Flow {
         let (cpu, gpu, transfer) = (self.cpu, self.gpu, self.transfer);
+        let kept_coding = self.kept_coding;
         let flow = self.walk_node(plan, needed);
         let download = self.download_seconds(&plan.schema(), flow.rows);
         self.predictions.insert(
@@ -187,6 +221,7 @@ impl Walker<'_> {
                 gpu_ms: (self.gpu - gpu + download) * 1e3,
                 transfer_ms: (self.transfer - transfer + download) * 1e3,
                 rows: flow.rows,
+                kept_coding_ms: (self.kept_coding - kept_coding) * 1e3,
             },
         );
         flow
@@ -215,9 +250,13 @@ impl Walker<'_> {
             return self.leaf(plan, needed.as_ref());
         }
         if let Some(filter) = plan.downcast_ref::<FilterExec>() {
+            let resident = (self.resident)(&below_exchanges(Arc::clone(filter.input())));
+            if !resident && super::host_prefilter::tested_only(plan).is_some() {
+                return self.host_side_filter(plan, filter, needed);
+            }
             // The predicate's columns are only tested, which string columns do as bytes
             // without host coding: only what the filter passes on is needed.
-            let on_host = (!(self.resident)(filter.input()))
+            let on_host = (!resident)
                 .then(|| super::host_filter::host_filter(filter))
                 .flatten();
             let share = on_host
@@ -228,9 +267,11 @@ impl Walker<'_> {
             self.upload_share = outer;
             let width = row_width(&filter.input().schema(), arrow_width);
             self.cpu += input.rows * width / (m.cpu_filter_per_core * cores);
-            if on_host.is_some() {
-                // The upload evaluates it on the host first, as the CPU would.
-                self.gpu += input.rows * width / (m.cpu_filter_per_core * cores);
+            if let Some((_, kept)) = &on_host {
+                // The upload evaluates it on the host first (`ops/host_predicate.rs`):
+                // its columns for every row, then the rows it keeps are cut out.
+                let tested = tested_width(filter);
+                self.gpu += input.rows * (tested + kept * width) / (m.cpu_filter_per_core * cores);
             }
             self.gpu += self.kernel_seconds(input.rows, &filter.input().schema());
             let selectivity = sampled_selectivity(filter).unwrap_or(DEFAULT_SELECTIVITY);
@@ -379,6 +420,43 @@ impl Walker<'_> {
         }
     }
 
+    /// A filter the upload runs on the host as it reads its table
+    /// ([`super::host_prefilter`]): the CPU evaluates it and copies the rows it keeps,
+    /// as the upload does before gathering only the needed columns it passes on.
+    fn host_side_filter(
+        &mut self,
+        plan: &Arc<dyn ExecutionPlan>,
+        filter: &FilterExec,
+        needed: Needed,
+    ) -> Flow {
+        let m = self.model;
+        let scan = below_exchanges(Arc::clone(filter.input()));
+        let rows = super::input_rows(&scan).map_or(UNKNOWN_ROWS, |r| r as f64);
+        let input = filter.input().schema();
+        let output = plan.schema();
+        let sent = Schema::new(
+            output
+                .fields()
+                .iter()
+                .filter(|f| needed.as_ref().is_none_or(|n| n.contains(f.name())))
+                .cloned()
+                .collect::<Vec<_>>(),
+        );
+        let selectivity = sampled_selectivity(filter).unwrap_or(DEFAULT_SELECTIVITY);
+        let kept = rows * selectivity;
+        let filtering = m.cpu_filter_per_core * self.cores();
+        self.cpu += rows * row_width(&input, arrow_width) / filtering;
+        let host =
+            (rows * tested_width(filter) + kept * row_width(&output, arrow_width)) / filtering;
+        let upload = self.upload_seconds(&sent, kept);
+        self.gpu += host + upload;
+        self.transfer += upload;
+        Flow {
+            rows: kept,
+            unfiltered: rows,
+        }
+    }
+
     /// An input read from a table: on the GPU, its upload.
     fn leaf(&mut self, plan: &Arc<dyn ExecutionPlan>, needed: Option<&HashSet<String>>) -> Flow {
         let rows = super::input_rows(plan).map_or(UNKNOWN_ROWS, |r| r as f64);
@@ -393,10 +471,29 @@ impl Walker<'_> {
         }
         if !(self.resident)(plan) {
             // Strings are coded for the whole table, whatever a host filter keeps.
-            let upload = self.upload_seconds(&schema, rows * self.upload_share)
-                + self.strings_seconds(plan, needed, rows);
+            let (coding, bytes, coded) = self.strings_seconds(plan, needed, rows);
+            let upload = self.upload_seconds(&schema, rows * self.upload_share) + coding + bytes;
             self.gpu += upload;
             self.transfer += upload;
+            // Codes of an in-memory table's columns are kept once made: a cost paid once.
+            let columns: Option<Vec<Vec<ArrayRef>>> =
+                memory_source(plan.as_ref()).and_then(|memory| {
+                    coded
+                        .iter()
+                        .map(|i| table_column_arrays(memory, *i))
+                        .collect()
+                });
+            // Codes of four bytes a row, and as much again for dictionaries, within the
+            // budget; none already found too large.
+            let cache = StringCodeCache::shared();
+            let codes_bytes = rows * 8.0 * coded.len() as f64;
+            if let Some(columns) = columns
+                && codes_bytes <= cache.budget_bytes() as f64 / 2.0
+                && !columns.iter().any(|arrays| cache.refused(arrays))
+            {
+                self.kept_coding += coding;
+                self.to_code.extend(columns);
+            }
         }
         Flow {
             rows,
@@ -449,16 +546,18 @@ impl Walker<'_> {
     /// through a view cache at a few ns a row on every core; many distinct values are
     /// hashed and looked up by every core in the column's sharded dictionary, and only
     /// appending a new value is serial (see [`CostModel::host_string_code_ns`]).
+    /// Returns the coding and the bytes' seconds apart, and the columns coded.
     fn strings_seconds(
         &self,
         plan: &Arc<dyn ExecutionPlan>,
         needed: Option<&HashSet<String>>,
         rows: f64,
-    ) -> f64 {
+    ) -> (f64, f64, Vec<usize>) {
         let m = self.model;
         let schema = plan.schema();
         let sample = first_rows(plan);
         let (mut serial, mut parallel, mut tested_bytes) = (0.0, 0.0, 0.0);
+        let mut coded = Vec::new();
         for (i, field) in schema.fields().iter().enumerate() {
             if !field.data_type().is_string() {
                 continue;
@@ -467,6 +566,9 @@ impl Walker<'_> {
             if as_codes && codes_are_kept(plan, i) {
                 // Copied like an `Int32` column (counted with the upload).
                 continue;
+            }
+            if as_codes {
+                coded.push(i);
             }
             let shape = sample
                 .as_ref()
@@ -492,7 +594,7 @@ impl Walker<'_> {
             }
         }
         let bytes = tested_bytes / (m.gather_per_core * self.cores()) + tested_bytes / m.pcie;
-        (serial + parallel / self.cores()) * 1e-9 + bytes
+        ((serial + parallel / self.cores()) * 1e-9, bytes, coded)
     }
 }
 
@@ -557,6 +659,11 @@ fn row_width(schema: &Schema, width: fn(&DataType) -> usize) -> f64 {
         .iter()
         .map(|f| width(f.data_type()) as f64)
         .sum()
+}
+
+/// Bytes a row of the columns `filter`'s predicate reads.
+fn tested_width(filter: &FilterExec) -> f64 {
+    super::cost::tested_width(filter.predicate(), &filter.input().schema())
 }
 
 fn names_of(schema: &Schema) -> HashSet<String> {
@@ -685,6 +792,7 @@ mod tests {
             gpu_ms: 69.8,
             transfer_ms: 66.2,
             rows: 1.0,
+            kept_coding_ms: 0.0,
         };
         assert!(!close.gpu_pays());
         assert!(close.describe().contains("margin"), "{}", close.describe());
@@ -694,6 +802,13 @@ mod tests {
         };
         assert!(clear.gpu_pays());
         assert!(!clear.describe().contains("margin"));
+        // Coding whose codes are kept is paid once: the next run would move it.
+        let coding = SubtreePrediction {
+            kept_coding_ms: 30.0,
+            ..close
+        };
+        assert!(!coding.gpu_pays() && coding.pays_once_coded());
+        assert!(!close.pays_once_coded());
     }
 
     #[test]
