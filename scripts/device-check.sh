@@ -8,9 +8,10 @@
 # queries (`aether datagen --queries`) and times DuckDB over it, in memory and from
 # Parquet (scripts/duckdb_tpch.py); it needs the duckdb cp312 wheel in .whl/ (see
 # docs/benchmarks.md). `parquet10` times Aether over the same files (after duckdb10).
-# At SF10 each engine's run also writes every query's EXPLAIN ANALYZE to
-# OUT_DIR/explain-sf10-ENGINE/qN.txt. AETHER_BENCH_ENGINES (default "cpu gpu auto") picks the engines
-# the sf parts time, besides the GPU-resident run. Every log and JSON report goes to
+# At SF10 each engine's run, and the GPU-resident run, also writes every query's
+# EXPLAIN ANALYZE to OUT_DIR/explain-sf10-ENGINE/qN.txt (ENGINE gpu-resident for the
+# latter). AETHER_BENCH_ENGINES (default "cpu gpu auto") picks the engines the sf
+# parts time, besides the GPU-resident run. Every log and JSON report goes to
 # OUT_DIR; summary.txt lists each step's exit status and time. Nothing is built on the
 # GPU host.
 set -uo pipefail
@@ -50,8 +51,10 @@ for sf in 1 10; do
         run "bench-sf$sf-$engine" ./aether bench tpch --sf "$sf" --engine "$engine" \
             --iterations 3 --json "$out/bench-sf$sf-$engine.json" "${explain[@]}"
     done
+    explain=()
+    [ "$sf" = 10 ] && explain=(--explain-analyze "$out/explain-sf$sf-gpu-resident")
     run "bench-sf$sf-gpu-resident" ./aether bench tpch --sf "$sf" --engine gpu --resident \
-        --iterations 3 --json "$out/bench-sf$sf-gpu-resident.json"
+        --iterations 3 --json "$out/bench-sf$sf-gpu-resident.json" "${explain[@]}"
 done
 if wants duckdb10; then
     python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site \

@@ -10,6 +10,7 @@ pub mod codegen;
 pub mod engine;
 pub mod gpu_eval;
 pub mod memory_table;
+pub mod one_column;
 pub mod reason;
 
 pub use engine::Engine;

@@ -24,6 +24,14 @@ fn options(arch: &str) -> Vec<String> {
     ]
 }
 
+/// Whether NVRTC (`libnvrtc.so`) can be loaded: kernels compile without a GPU or its
+/// driver, from NVRTC alone.
+pub fn nvrtc_present() -> bool {
+    // SAFETY: only tries to load the library (and keeps it loaded when found); no
+    // NVRTC function is called.
+    unsafe { sys::is_culib_present() }
+}
+
 /// The NVRTC version, as (major, minor).
 pub fn nvrtc_version() -> Result<(i32, i32), DeviceError> {
     let (mut major, mut minor) = (0, 0);

@@ -197,6 +197,16 @@ const AGGREGATES: &[&str] = &[
     // A zero divisor in a CASE branch the CPU never takes: the kernel faults and the
     // segment runs on the CPU, which returns its result.
     "select k_small, sum(case when k_small <> 0 then n / k_small end), sum(case when k_small <> 0 then price / k_small end) from t group by k_small",
+    // MIN and MAX of 38-digit decimals (values past 64 bits, negative, NULL): few
+    // groups (contended 128-bit compare-and-swap), none, many, and over a sum (Q15).
+    "select flag, k_small, min(wide), max(wide), count(*) from t group by flag, k_small",
+    "select min(wide), max(wide), count(wide) from t",
+    "select k_large, min(wide), max(wide) from t group by k_large",
+    "select max(s), min(s) from (select k_large, sum(wide) s from t group by k_large)",
+    // String functions of a coded column as group keys: grouped by their results'
+    // codes, decoded through the results' own dictionary (NULL flags stay NULL).
+    "select substr(flag, 1, 2), count(*), sum(price) from t group by substr(flag, 1, 2)",
+    "select upper(flag) u, k_small, min(n), count(x) from t where x > 0 group by upper(flag), k_small",
     // A whole aggregate on the GPU under a join: its hash partitioning is restored.
     "select count(*), sum(s.c), sum(s.p), min(s.a), max(s.a) from t join (select k_large, count(*) c, sum(price) p, avg(price) a from t group by k_large) s on t.k_large = s.k_large where t.k_small = 1",
 ];

@@ -75,6 +75,73 @@ async fn every_tpch_query_shows_its_placement_with_reasons() {
     }
 }
 
+/// Every kernel the 22 TPC-H plans generate, and the fixed hash-join and sort kernels,
+/// compile with NVRTC for the H100's and H200's architecture (sm_90): NVRTC needs no
+/// GPU, so a change generating invalid CUDA fails here, not first on a GPU host. Runs
+/// where NVRTC can be loaded (CI installs it from PyPI, see `.ci/run`, and sets
+/// `AETHER_REQUIRE_NVRTC`, which turns a missing NVRTC into a failure).
+#[tokio::test]
+async fn every_generated_kernel_compiles_with_nvrtc() {
+    if !aether_gpu::compile::nvrtc_present() {
+        assert!(
+            std::env::var_os("AETHER_REQUIRE_NVRTC").is_none(),
+            "AETHER_REQUIRE_NVRTC is set, but NVRTC (libnvrtc.so) cannot be loaded: \
+             is its directory on LD_LIBRARY_PATH?"
+        );
+        eprintln!("NVRTC not found: the generated kernels were not compiled (see .ci/run)");
+        return;
+    }
+    aether_exec::codegen::generated::start_keeping();
+    let context = explain_only_gpu_context("4");
+    for n in QUERY_NUMBERS {
+        let sql = query_sql(n, 0.01).unwrap();
+        context.script(&sql, ScriptMode::Explain).await.unwrap();
+    }
+    let generated = aether_exec::codegen::generated::take_kept();
+    // At least one kernel a query (placement generates several for most).
+    assert!(generated.len() >= 22, "{} kernels", generated.len());
+    let mut sources: Vec<(String, &str)> = generated
+        .iter()
+        .enumerate()
+        .map(|(i, source)| (format!("generated_{i}"), source.as_str()))
+        .collect();
+    sources.extend(
+        aether_exec::ops::FIXED_KERNEL_SOURCES
+            .iter()
+            .map(|(name, source)| ((*name).to_string(), *source)),
+    );
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let failures: Vec<String> = std::thread::scope(|scope| {
+        let handles: Vec<_> = sources
+            .chunks(sources.len().div_ceil(threads))
+            .map(|chunk| {
+                scope.spawn(move || {
+                    chunk
+                        .iter()
+                        .filter_map(|(name, source)| {
+                            aether_gpu::compile::compile_cubin(source, name, "sm_90")
+                                .err()
+                                .map(|e| format!("{name}: {e}\n{source}"))
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|handle| handle.join().unwrap())
+            .collect()
+    });
+    assert!(
+        failures.is_empty(),
+        "{} of {} kernels failed to compile:\n{}",
+        failures.len(),
+        sources.len(),
+        failures.join("\n\n")
+    );
+    println!("{} kernels compiled for sm_90", sources.len());
+}
+
 /// A context placing with `--engine gpu` in explain-only mode over `partitions`
 /// partitions, with TPC-H at SF 0.01 registered.
 fn explain_only_gpu_context(partitions: &str) -> AetherContext {

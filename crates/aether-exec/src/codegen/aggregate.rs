@@ -132,13 +132,23 @@ pub enum AggregateOutput {
 /// Where an output column of the emit kernel comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum OutputSource {
-    /// Group key `key`; strings are codes into input column `dictionary_column`.
+    /// Group key `key`, decoded through `dictionary` when a string.
     Key {
         key: usize,
-        dictionary_column: Option<usize>,
+        dictionary: Option<KeyDictionary>,
     },
     /// A state value computed from the accumulators.
     State,
+}
+
+/// The dictionary a string group key's codes index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyDictionary {
+    /// The dictionary of this input column.
+    Input(usize),
+    /// The results' dictionary of the [`HostTable::Mapping`] at this index of
+    /// [`AggregateKernels::lookups`].
+    Mapping(usize),
 }
 
 /// The generated kernels and the table layout they share.
@@ -176,6 +186,10 @@ enum AccKind {
     AddF64,
     MinI64,
     MaxI64,
+    /// MIN and MAX of 128-bit decimals: low word then high word, updated by 128-bit
+    /// compare-and-swap.
+    MinI128,
+    MaxI128,
     /// Floats as 64-bit keys in Arrow's total order.
     MinF,
     MaxF,
@@ -183,15 +197,22 @@ enum AccKind {
 
 impl AccKind {
     fn bytes(self) -> usize {
-        if self == Self::AddI128 { 16 } else { 8 }
+        match self {
+            Self::AddI128 | Self::MinI128 | Self::MaxI128 => 16,
+            _ => 8,
+        }
     }
 
-    fn identity(self) -> &'static str {
+    /// The identity's 64-bit words, low word first.
+    fn identity(self) -> &'static [&'static str] {
         match self {
-            Self::MinI64 => "0x7fffffffffffffffULL",
-            Self::MaxI64 => "0x8000000000000000ULL",
-            Self::MinF => "0xffffffffffffffffULL",
-            _ => "0ULL",
+            Self::MinI64 => &["0x7fffffffffffffffULL"],
+            Self::MaxI64 => &["0x8000000000000000ULL"],
+            Self::MinF => &["0xffffffffffffffffULL"],
+            Self::AddI128 => &["0ULL", "0ULL"],
+            Self::MinI128 => &["0xffffffffffffffffULL", "0x7fffffffffffffffULL"],
+            Self::MaxI128 => &["0ULL", "0x8000000000000000ULL"],
+            Self::AddU64 | Self::AddF64 | Self::MaxF => &["0ULL"],
         }
     }
 
@@ -202,6 +223,8 @@ impl AccKind {
             Self::AddF64 => format!("agg_add_f64({at}, (double)({value}));"),
             Self::MinI64 => format!("agg_min_i64({at}, (long long)({value}));"),
             Self::MaxI64 => format!("agg_max_i64({at}, (long long)({value}));"),
+            Self::MinI128 => format!("agg_min_i128({at}, (__int128)({value}));"),
+            Self::MaxI128 => format!("agg_max_i128({at}, (__int128)({value}));"),
             Self::MinF => format!("agg_min_u64({at}, agg_order_key((double)({value})));"),
             Self::MaxF => format!("agg_max_u64({at}, agg_order_key((double)({value})));"),
         }
@@ -215,6 +238,8 @@ impl AccKind {
             Self::AddF64 => format!("agg_add_f64({dst}, *(const double*)({src}));"),
             Self::MinI64 => format!("agg_min_i64({dst}, *(const long long*)({src}));"),
             Self::MaxI64 => format!("agg_max_i64({dst}, *(const long long*)({src}));"),
+            Self::MinI128 => format!("agg_min_i128({dst}, agg_read_i128({src}));"),
+            Self::MaxI128 => format!("agg_max_i128({dst}, agg_read_i128({src}));"),
             Self::MinF => format!("agg_min_u64({dst}, *(const u64*)({src}));"),
             Self::MaxF => format!("agg_max_u64({dst}, *(const u64*)({src}));"),
         }
@@ -229,6 +254,8 @@ impl AccKind {
             Self::AddF64 => "aggw_add_f64",
             Self::MinI64 => "aggw_min_i64",
             Self::MaxI64 => "aggw_max_i64",
+            Self::MinI128 => "aggw_min_i128",
+            Self::MaxI128 => "aggw_max_i128",
             Self::MinF => "aggw_min_u64",
             Self::MaxF => "aggw_max_u64",
         }
@@ -263,6 +290,45 @@ __device__ __forceinline__ __int128 agg_read_i128(const unsigned char* a) {
     return (__int128)(((unsigned __int128)hi << 64) | (unsigned __int128)lo);
 }
 
+// A 128-bit compare-and-swap (PTX `atom.cas.b128`, sm_90 and later) through a
+// generic pointer to 16-byte aligned memory: returns what the accumulator held, which
+// was replaced by `desired` when it equals `expected`.
+__device__ __forceinline__ __int128 agg_cas_i128(unsigned char* a, __int128 expected,
+                                                  __int128 desired) {
+    u64 held_lo, held_hi;
+    asm volatile(
+        "{\n\t.reg .b128 expected, desired, held;\n\t"
+        "mov.b128 expected, {%2, %3};\n\t"
+        "mov.b128 desired, {%4, %5};\n\t"
+        "atom.cas.b128 held, [%6], expected, desired;\n\t"
+        "mov.b128 {%0, %1}, held;\n\t}"
+        : "=l"(held_lo), "=l"(held_hi)
+        : "l"((u64)expected), "l"((u64)((unsigned __int128)expected >> 64)),
+          "l"((u64)desired), "l"((u64)((unsigned __int128)desired >> 64)), "l"(a)
+        : "memory");
+    return (__int128)(((unsigned __int128)held_hi << 64) | (unsigned __int128)held_lo);
+}
+
+// 128-bit MIN and MAX. The plain read is only a guess (its two words may come from
+// different updates): each compare-and-swap either confirms it, writing the smaller
+// or larger of it and `v`, or returns what the accumulator really holds.
+__device__ __forceinline__ void agg_min_i128(unsigned char* a, __int128 v) {
+    __int128 guess = agg_read_i128(a);
+    for (;;) {
+        const __int128 held = agg_cas_i128(a, guess, v < guess ? v : guess);
+        if (held == guess) return;
+        guess = held;
+    }
+}
+__device__ __forceinline__ void agg_max_i128(unsigned char* a, __int128 v) {
+    __int128 guess = agg_read_i128(a);
+    for (;;) {
+        const __int128 held = agg_cas_i128(a, guess, v > guess ? v : guess);
+        if (held == guess) return;
+        guess = held;
+    }
+}
+
 // The same updates on one thread's own accumulators (no other thread sees them).
 __device__ __forceinline__ void aggl_add_u64(unsigned char* a, u64 v) { *(u64*)a += v; }
 __device__ __forceinline__ void aggl_add_f64(unsigned char* a, double v) { *(double*)a += v; }
@@ -270,6 +336,12 @@ __device__ __forceinline__ void aggl_min_i64(unsigned char* a, long long v) { lo
 __device__ __forceinline__ void aggl_max_i64(unsigned char* a, long long v) { long long* p = (long long*)a; if (v > *p) *p = v; }
 __device__ __forceinline__ void aggl_min_u64(unsigned char* a, u64 v) { u64* p = (u64*)a; if (v < *p) *p = v; }
 __device__ __forceinline__ void aggl_max_u64(unsigned char* a, u64 v) { u64* p = (u64*)a; if (v > *p) *p = v; }
+__device__ __forceinline__ void aggl_write_i128(unsigned char* a, __int128 v) {
+    ((u64*)a)[0] = (u64)v;
+    ((u64*)a)[1] = (u64)((unsigned __int128)v >> 64);
+}
+__device__ __forceinline__ void aggl_min_i128(unsigned char* a, __int128 v) { if (v < agg_read_i128(a)) aggl_write_i128(a, v); }
+__device__ __forceinline__ void aggl_max_i128(unsigned char* a, __int128 v) { if (v > agg_read_i128(a)) aggl_write_i128(a, v); }
 __device__ __forceinline__ void aggl_add_i128(unsigned char* a, __int128 v) {
     // Unsigned: the sum wraps as DataFusion's does, where a signed one is undefined.
     const unsigned __int128 sum = (unsigned __int128)agg_read_i128(a) + (unsigned __int128)v;
@@ -309,6 +381,21 @@ __device__ __forceinline__ void aggw_max_i64(unsigned char* a) {
     long long v = *(long long*)a;
     for (int o = 16; o > 0; o >>= 1) v = max(v, (long long)__shfl_xor_sync(0xffffffffu, v, o));
     *(long long*)a = v;
+}
+__device__ __forceinline__ __int128 aggw_shfl_i128(__int128 v, int o) {
+    const u64 lo = __shfl_xor_sync(0xffffffffu, (u64)v, o);
+    const u64 hi = __shfl_xor_sync(0xffffffffu, (u64)((unsigned __int128)v >> 64), o);
+    return (__int128)(((unsigned __int128)hi << 64) | (unsigned __int128)lo);
+}
+__device__ __forceinline__ void aggw_min_i128(unsigned char* a) {
+    __int128 v = agg_read_i128(a);
+    for (int o = 16; o > 0; o >>= 1) { const __int128 other = aggw_shfl_i128(v, o); if (other < v) v = other; }
+    aggl_write_i128(a, v);
+}
+__device__ __forceinline__ void aggw_max_i128(unsigned char* a) {
+    __int128 v = agg_read_i128(a);
+    for (int o = 16; o > 0; o >>= 1) { const __int128 other = aggw_shfl_i128(v, o); if (other > v) v = other; }
+    aggl_write_i128(a, v);
 }
 __device__ __forceinline__ void aggw_min_u64(unsigned char* a) {
     u64 v = *(u64*)a;
@@ -592,14 +679,8 @@ pub fn aggregate_kernels_with_bytes(
             (AggFunction::Sum | AggFunction::Avg, _) => AccKind::AddI128,
             (AggFunction::Min, ty) if ty.is_float() => AccKind::MinF,
             (AggFunction::Max, ty) if ty.is_float() => AccKind::MaxF,
-            (AggFunction::Min | AggFunction::Max, CudaType::Dec128 { .. }) => {
-                compiler.add_reason(unsupported(format!(
-                    "{function:?} of a decimal wider than 18 digits is not computed on the GPU yet: {}",
-                    call.arg
-                )));
-                ok = false;
-                continue;
-            }
+            (AggFunction::Min, CudaType::Dec128 { .. }) => AccKind::MinI128,
+            (AggFunction::Max, CudaType::Dec128 { .. }) => AccKind::MaxI128,
             (AggFunction::Min, _) => AccKind::MinI64,
             // COUNT returned above; MAX is what is left.
             (AggFunction::Max | AggFunction::Count, _) => AccKind::MaxI64,
@@ -613,7 +694,9 @@ pub fn aggregate_kernels_with_bytes(
                 AccKind::AddI128 if matches!(ty, DataType::Decimal128(p, _) if *p <= 18) => {
                     format!("(long long)agg_read_i128({at})")
                 }
-                AccKind::AddI128 => format!("agg_read_i128({at})"),
+                AccKind::AddI128 | AccKind::MinI128 | AccKind::MaxI128 => {
+                    format!("agg_read_i128({at})")
+                }
                 AccKind::MinF | AccKind::MaxF => {
                     format!("agg_from_order_key(*(const u64*){at})")
                 }
@@ -717,20 +800,22 @@ pub fn aggregate_kernels_with_bytes(
             &value_expr,
             &valid,
         );
-        let dictionary_column = (value.ty == CudaType::StrCode)
-            .then(|| compiler.input_column_of(value))
+        let dictionary = (value.ty == CudaType::StrCode)
+            .then(|| {
+                compiler
+                    .input_column_of(value)
+                    .map(KeyDictionary::Input)
+                    .or_else(|| compiler.mapping_of(value).map(KeyDictionary::Mapping))
+            })
             .flatten();
-        if value.ty == CudaType::StrCode && dictionary_column.is_none() {
+        if value.ty == CudaType::StrCode && dictionary.is_none() {
             compiler.add_reason(unsupported(format!(
                 "string group key {} is not an input column",
                 spec.keys[k]
             )));
             ok = false;
         }
-        outputs.push(OutputSource::Key {
-            key: k,
-            dictionary_column,
-        });
+        outputs.push(OutputSource::Key { key: k, dictionary });
     }
     for (i, state) in states.iter().enumerate() {
         let Some(field) = fields.get(spec.keys.len() + i) else {
@@ -807,16 +892,10 @@ pub fn aggregate_kernels_with_bytes(
     let init = layout
         .accs
         .iter()
-        .map(|acc| {
-            let mut s = format!(
-                "    ((u64*)(a + {}))[0] = {};\n",
-                acc.offset,
-                acc.kind.identity()
-            );
-            if acc.kind == AccKind::AddI128 {
-                let _ = writeln!(s, "    ((u64*)(a + {}))[1] = 0ULL;", acc.offset);
-            }
-            s
+        .flat_map(|acc| {
+            acc.kind.identity().iter().enumerate().map(|(word, value)| {
+                format!("    ((u64*)(a + {}))[{word}] = {value};\n", acc.offset)
+            })
         })
         .collect::<String>();
     let merge = layout
@@ -911,6 +990,7 @@ extern "C" __global__ void {AGG_REHASH_ENTRY}(const u64* old_state, const u64* o
 {emit_kernel}"#,
         key_alloc = key_words.max(1),
     );
+    super::generated::generated(&source);
     Ok(AggregateKernels {
         source,
         key_words,
@@ -956,7 +1036,9 @@ fn state_fits(kind: AccKind, arg: CudaType, is_count: bool, data_type: &DataType
         (AccKind::MinF | AccKind::MaxF, DataType::Float32 | DataType::Float64) => {
             CudaType::of(data_type).ok() == Some(arg)
         }
-        (AccKind::MinI64 | AccKind::MaxI64, t) => CudaType::of(t).ok() == Some(arg),
+        (AccKind::MinI64 | AccKind::MaxI64 | AccKind::MinI128 | AccKind::MaxI128, t) => {
+            CudaType::of(t).ok() == Some(arg)
+        }
         _ => false,
     }
 }
@@ -1151,6 +1233,11 @@ mod tests {
             ),
             call(AggFunction::Sum, "y", vec![field("sum(y)[sum]", &state)]),
         ];
+        partial_by_k(input, calls)
+    }
+
+    /// A partial aggregate of `calls` over `input`, grouped by its non-NULL column `k`.
+    fn partial_by_k(input: SchemaRef, calls: Vec<AggregateCall>) -> AggregateSpec {
         let mut outputs = vec![Arc::new(Field::new("k", DataType::Int64, false))];
         outputs.extend(calls.iter().flat_map(|c| c.state_fields.clone()));
         AggregateSpec {
@@ -1230,6 +1317,119 @@ mod tests {
         // With keys, the emit kernel writes a row per occupied slot.
         let keyed = aggregate_kernels(&final_spec(true)).unwrap();
         assert!(!keyed.source.contains("identity"));
+    }
+
+    #[test]
+    fn min_and_max_of_38_digit_decimals_take_128_bit_accumulators() {
+        let wide = DataType::Decimal128(38, 4);
+        let input = Arc::new(Schema::new(vec![
+            Field::new("k", DataType::Int64, false),
+            Field::new("w", wide.clone(), true),
+        ]));
+        let call = |function, name: &str| AggregateCall {
+            function,
+            arg: col("w", &input).unwrap(),
+            state_fields: vec![Arc::new(Field::new(name, wide.clone(), true))],
+        };
+        let calls = vec![
+            call(AggFunction::Min, "min(w)[min]"),
+            call(AggFunction::Max, "max(w)[max]"),
+        ];
+        let spec = partial_by_k(Arc::clone(&input), calls);
+        let kernels = aggregate_kernels(&spec).unwrap();
+        let source = &kernels.source;
+        // Row count, w's non-NULL count, then the two 16-byte accumulators, aligned.
+        assert_eq!(kernels.acc_bytes, 48);
+        assert!(
+            source.contains("agg_min_i128((a + 16), (__int128)("),
+            "{source}"
+        );
+        assert!(
+            source.contains("agg_max_i128((a + 32), (__int128)("),
+            "{source}"
+        );
+        // Identities: the largest 128-bit value for MIN, the smallest for MAX.
+        assert!(source.contains("((u64*)(a + 16))[1] = 0x7fffffffffffffffULL;"));
+        assert!(source.contains("((u64*)(a + 32))[1] = 0x8000000000000000ULL;"));
+        assert!(source.contains("atom.cas.b128"));
+        // Without keys, threads fold in registers and warps through shuffles.
+        let mut keyless = spec.clone();
+        keyless.keys.clear();
+        keyless.output = Arc::new(Schema::new(keyless.output.fields()[1..].to_vec()));
+        let source = aggregate_kernels(&keyless).unwrap().source;
+        assert!(source.contains("aggl_max_i128((my + 32)"), "{source}");
+        assert!(source.contains("aggw_max_i128(a + 32);"), "{source}");
+    }
+
+    #[test]
+    fn a_string_function_of_a_coded_column_groups_by_its_results_codes() {
+        use datafusion::physical_expr::ScalarFunctionExpr;
+        use datafusion::physical_expr::expressions::lit;
+        let input = Arc::new(Schema::new(vec![
+            Field::new("phone", DataType::Utf8View, false),
+            Field::new("x", DataType::Int64, false),
+        ]));
+        let prefix = ScalarFunctionExpr::try_new(
+            datafusion::functions::unicode::substr(),
+            vec![col("phone", &input).unwrap(), lit(1i64), lit(2i64)],
+            &input,
+            Arc::new(datafusion::config::ConfigOptions::default()),
+        )
+        .unwrap();
+        let prefix_type = prefix.return_type().clone();
+        let call = AggregateCall {
+            function: AggFunction::Sum,
+            arg: col("x", &input).unwrap(),
+            state_fields: vec![Arc::new(Field::new("sum(x)[sum]", DataType::Int64, true))],
+        };
+        let spec = AggregateSpec {
+            input: Arc::clone(&input),
+            stages: Vec::new(),
+            aggregate_input: Arc::clone(&input),
+            keys: vec![Arc::new(prefix)],
+            calls: vec![call.clone()],
+            output: Arc::new(Schema::new(vec![
+                Field::new("prefix", prefix_type, true),
+                Field::new("sum(x)[sum]", DataType::Int64, true),
+            ])),
+            mode: AggregateOutput::States,
+        };
+        let kernels = aggregate_kernels(&spec).unwrap();
+        assert!(matches!(kernels.lookups[..], [HostTable::Mapping(_)]));
+        assert_eq!(
+            kernels.outputs[0],
+            OutputSource::Key {
+                key: 0,
+                dictionary: Some(KeyDictionary::Mapping(0)),
+            }
+        );
+        // The row's code, mapped through the table after the two input columns' pointer
+        // pairs (entry 0 for a NULL string).
+        assert!(
+            kernels
+                .source
+                .contains("((const int*)col4)[v0 ? (long long)x0 + 1 : 0]"),
+            "{}",
+            kernels.source
+        );
+        // The column itself keeps its own dictionary.
+        let plain = AggregateSpec {
+            keys: vec![col("phone", &input).unwrap()],
+            output: Arc::new(Schema::new(vec![
+                Field::new("phone", DataType::Utf8View, false),
+                Field::new("sum(x)[sum]", DataType::Int64, true),
+            ])),
+            ..spec
+        };
+        let kernels = aggregate_kernels(&plain).unwrap();
+        assert!(kernels.lookups.is_empty());
+        assert_eq!(
+            kernels.outputs[0],
+            OutputSource::Key {
+                key: 0,
+                dictionary: Some(KeyDictionary::Input(0)),
+            }
+        );
     }
 
     #[test]

@@ -13,18 +13,18 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use datafusion::arrow::datatypes::{DataType, SchemaRef};
-use datafusion::common::tree_node::{Transformed, TreeNode};
 use datafusion::logical_expr::Operator;
 use datafusion::physical_expr::expressions::{
     BinaryExpr, CaseExpr, CastExpr, Column, InListExpr, IsNotNullExpr, IsNullExpr, Literal,
     NegativeExpr, NotExpr,
 };
 use datafusion::physical_expr::scalar_subquery::ScalarSubqueryExpr;
-use datafusion::physical_expr::utils::collect_columns;
 use datafusion::physical_expr::{PhysicalExpr, ScalarFunctionExpr};
+use datafusion::physical_expr_common::physical_expr::is_volatile;
 use datafusion::scalar::ScalarValue;
 
 use super::types::CudaType;
+use crate::one_column::{on_column_zero, only_column};
 use crate::reason::{PlacementReason, ReasonCode};
 
 mod checked_decimal;
@@ -80,6 +80,19 @@ pub struct DictionaryLookup {
     pub data_type: DataType,
 }
 
+/// A string-valued function of one string column (`substr(c_phone, 1, 2)`,
+/// `upper(name)`), evaluated by DataFusion on the CPU over the column's dictionary and
+/// mapped on the GPU from the row's code to a code into the dictionary of the
+/// function's distinct results: four bytes per dictionary entry, the result's code or
+/// -1 for NULL (entry 0 for a NULL string, code `c` at `c + 1`, as for
+/// [`DictionaryLookup`]). Only group keys read such codes; the aggregate decodes them
+/// through the results' dictionary.
+#[derive(Debug, Clone)]
+pub struct DictionaryMapping {
+    /// The function, over the input column as a [`DictionaryLookup`] reads it.
+    pub function: DictionaryLookup,
+}
+
 /// A small device buffer the host computes for each batch and a kernel reads through
 /// one of its column pointers (after the bytes columns' offsets, in the order of
 /// [`ExprCompiler::lookups`]).
@@ -87,6 +100,9 @@ pub struct DictionaryLookup {
 pub enum HostTable {
     /// A string predicate's result per dictionary entry.
     Dictionary(DictionaryLookup),
+    /// A string function's result per dictionary entry, as a code into the results'
+    /// own dictionary ([`DictionaryMapping`]).
+    Mapping(DictionaryMapping),
     /// A value every row reads (a scalar subquery's result).
     Scalar(ScalarParameter),
 }
@@ -110,6 +126,9 @@ pub struct ExprCompiler {
     next: usize,
     reasons: Vec<PlacementReason>,
     lookups: Vec<HostTable>,
+    /// Values read from a [`DictionaryMapping`]: codes into its results' dictionary,
+    /// with the index of its table in [`Self::lookups`].
+    mapped: Vec<(Value, usize)>,
     /// Input string columns uploaded as offsets and bytes (ascending), read only by
     /// the predicates of the `string_bytes` module.
     string_bytes: Vec<usize>,
@@ -193,6 +212,7 @@ impl ExprCompiler {
             next: 0,
             reasons: Vec::new(),
             lookups: Vec::new(),
+            mapped: Vec::new(),
             string_bytes: Vec::new(),
             loaded_strings: HashSet::new(),
             faults: false,
@@ -287,6 +307,15 @@ impl ExprCompiler {
             .iter()
             .find(|(_, loaded)| *loaded == value)
             .map(|(index, _)| *index)
+    }
+
+    /// The [`Self::lookups`] index of the [`DictionaryMapping`] whose codes `value`
+    /// holds, if it holds such codes.
+    pub fn mapping_of(&self, value: &Value) -> Option<usize> {
+        self.mapped
+            .iter()
+            .find(|(mapped, _)| mapped == value)
+            .map(|(_, index)| *index)
     }
 
     /// Appends a raw statement (control flow of a fused kernel).
@@ -390,6 +419,9 @@ impl ExprCompiler {
             return Some(value);
         }
         if let Some(value) = self.dictionary_predicate(expr) {
+            return Some(value);
+        }
+        if let Some(value) = self.dictionary_mapping(expr) {
             return Some(value);
         }
         let any: &dyn PhysicalExpr = expr.as_ref();
@@ -508,44 +540,12 @@ impl ExprCompiler {
     /// A boolean expression whose only column is a string input column becomes a
     /// [`DictionaryLookup`].
     fn dictionary_predicate(&mut self, expr: &Arc<dyn PhysicalExpr>) -> Option<Value> {
-        let any: &dyn PhysicalExpr = expr.as_ref();
-        if any.downcast_ref::<Column>().is_some() {
+        let lookup = self.over_dictionary(expr)?;
+        if expr.data_type(&self.schema).ok()? != DataType::Boolean {
             return None;
         }
-        let columns = collect_columns(expr);
-        let column = match columns.iter().collect::<Vec<_>>().as_slice() {
-            [column] => (*column).clone(),
-            _ => return None,
-        };
-        let Some(Binding::Input(input)) = self.bindings.get(column.index()).cloned() else {
-            return None;
-        };
-        if self.reads_bytes(input) {
-            return None;
-        }
-        let field = Arc::clone(self.input.fields().get(input)?);
-        if !field.data_type().is_string() || expr.data_type(&self.schema).ok()? != DataType::Boolean
-        {
-            return None;
-        }
-        let name = field.name().clone();
-        let predicate = Arc::clone(expr)
-            .transform(|e| {
-                let node: &dyn PhysicalExpr = e.as_ref();
-                Ok(match node.downcast_ref::<Column>() {
-                    Some(_) => Transformed::yes(Arc::new(Column::new(&name, 0)) as _),
-                    None => Transformed::no(e),
-                })
-            })
-            .ok()?
-            .data;
-        let code = self.load_input(input)?;
-        let word = self.push_host_table(HostTable::Dictionary(DictionaryLookup {
-            input,
-            predicate,
-            name,
-            data_type: field.data_type().clone(),
-        }));
+        let code = self.load_input(lookup.input)?;
+        let word = self.push_host_table(HostTable::Dictionary(lookup));
         let entry = format!(
             "((const unsigned char*){})[{} ? (long long){} + 1 : 0]",
             column_word(word),
@@ -558,6 +558,64 @@ impl ExprCompiler {
             &format!("({} == 1)", looked_up.value),
             &format!("({} != 2)", looked_up.value),
         ))
+    }
+
+    /// `expr` as evaluated over a dictionary, when its only column is a string input
+    /// column that reaches the kernel as dictionary codes (and `expr` is more than
+    /// that column).
+    fn over_dictionary(&self, expr: &Arc<dyn PhysicalExpr>) -> Option<DictionaryLookup> {
+        let any: &dyn PhysicalExpr = expr.as_ref();
+        if any.downcast_ref::<Column>().is_some() {
+            return None;
+        }
+        let column = only_column(expr)?;
+        let Some(Binding::Input(input)) = self.bindings.get(column.index()).cloned() else {
+            return None;
+        };
+        if self.reads_bytes(input) {
+            return None;
+        }
+        let field = Arc::clone(self.input.fields().get(input)?);
+        if !field.data_type().is_string() {
+            return None;
+        }
+        let name = field.name().clone();
+        Some(DictionaryLookup {
+            input,
+            predicate: on_column_zero(expr, &name)?,
+            name,
+            data_type: field.data_type().clone(),
+        })
+    }
+
+    /// A string function of one string input column becomes a [`DictionaryMapping`]:
+    /// its value is a code into the function's results. Functions only (not casts or
+    /// CASE, which keep their operands' codes or refuse them), and none whose result
+    /// depends on more than the value (volatile ones).
+    fn dictionary_mapping(&mut self, expr: &Arc<dyn PhysicalExpr>) -> Option<Value> {
+        let any: &dyn PhysicalExpr = expr.as_ref();
+        any.downcast_ref::<ScalarFunctionExpr>()?;
+        let function = self.over_dictionary(expr)?;
+        if !expr.data_type(&self.schema).ok()?.is_string() || is_volatile(expr) {
+            return None;
+        }
+        let code = self.load_input(function.input)?;
+        let index = self.lookups.len();
+        let word = self.push_host_table(HostTable::Mapping(DictionaryMapping { function }));
+        let entry = format!(
+            "((const int*){})[{} ? (long long){} + 1 : 0]",
+            column_word(word),
+            code.valid,
+            code.value
+        );
+        let mapped = self.emit(CudaType::StrCode, &entry, "true");
+        let value = self.emit(
+            CudaType::StrCode,
+            &mapped.value,
+            &format!("({} >= 0)", mapped.value),
+        );
+        self.mapped.push((value.clone(), index));
+        Some(value)
     }
 
     /// Refuses string operands: strings reach kernels as dictionary codes, which only

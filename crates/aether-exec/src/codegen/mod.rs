@@ -7,6 +7,7 @@
 
 pub mod aggregate;
 pub mod expr;
+pub mod generated;
 pub mod kernel;
 pub mod key_words;
 pub mod pipeline;

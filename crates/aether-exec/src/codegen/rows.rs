@@ -242,6 +242,7 @@ extern \"C\" __global__ void {ROWS_WRITE_ENTRY}(long long rows, long long chunk,
         fault_epilogue = compiler.fault_epilogue(),
         write_body = compiler.body(),
     );
+    super::generated::generated(&source);
     Ok(RowKernels {
         source,
         schema: Arc::clone(output),

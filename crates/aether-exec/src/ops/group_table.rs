@@ -26,7 +26,8 @@ use datafusion::arrow::datatypes::SchemaRef;
 
 use super::host_tables::HostTables;
 use crate::codegen::aggregate::{
-    AGG_EMIT_ENTRY, AGG_ENTRY, AGG_INIT_ENTRY, AGG_REHASH_ENTRY, AggregateKernels, OutputSource,
+    AGG_EMIT_ENTRY, AGG_ENTRY, AGG_INIT_ENTRY, AGG_REHASH_ENTRY, AggregateKernels, KeyDictionary,
+    OutputSource,
 };
 
 const OWNER: &str = "GpuSegmentExec (aggregate)";
@@ -252,7 +253,7 @@ impl GroupTable {
             let data_type = field.data_type().clone();
             let form = match source {
                 OutputSource::Key {
-                    dictionary_column: Some(column),
+                    dictionary: Some(KeyDictionary::Input(column)),
                     ..
                 } => DeviceForm::DictionaryCodes {
                     dictionary: self
@@ -261,6 +262,12 @@ impl GroupTable {
                         .cloned()
                         .flatten()
                         .unwrap_or_else(|| Dictionary::fixed(StringArray::from(vec![""]))),
+                },
+                OutputSource::Key {
+                    dictionary: Some(KeyDictionary::Mapping(table)),
+                    ..
+                } => DeviceForm::DictionaryCodes {
+                    dictionary: self.lookup_tables.mapped_dictionary(*table),
                 },
                 _ => aether_gpu::layout::device_form_of(&data_type, &Default::default())?,
             };

@@ -30,7 +30,6 @@ use datafusion::arrow::buffer::BooleanBuffer;
 use datafusion::arrow::compute::kernels::boolean::and;
 use datafusion::arrow::compute::{cast, filter_record_batch, prep_null_mask_filter};
 use datafusion::arrow::datatypes::{DataType, Int32Type, Schema};
-use datafusion::common::tree_node::{Transformed, TreeNode};
 use datafusion::error::{DataFusionError, Result};
 use datafusion::logical_expr::Operator;
 use datafusion::physical_expr::PhysicalExpr;
@@ -39,6 +38,8 @@ use datafusion::physical_expr::expressions::{
 };
 use datafusion::physical_expr::split_conjunction;
 use datafusion::physical_expr::utils::collect_columns;
+
+use crate::one_column::{on_column_zero, only_column};
 
 /// Rows of the sample each conjunct is tried on.
 const SAMPLE_ROWS: usize = 4096;
@@ -182,10 +183,7 @@ fn code_test(
     schema: &Schema,
     coded: &[(usize, Option<Arc<StringArray>>)],
 ) -> Option<Test> {
-    let columns = collect_columns(conjunct);
-    let [column] = columns.iter().collect::<Vec<_>>()[..] else {
-        return None;
-    };
+    let column = only_column(conjunct)?;
     let (appended, (_, values)) = coded
         .iter()
         .enumerate()
@@ -200,15 +198,7 @@ fn code_test(
         field.as_ref().clone().with_nullable(true),
     ]));
     let batch = RecordBatch::try_new(one, vec![array]).ok()?;
-    let rebased = Arc::clone(conjunct)
-        .transform(|expr| {
-            Ok(match expr.downcast_ref::<Column>() {
-                Some(c) => Transformed::yes(Arc::new(Column::new(c.name(), 0)) as _),
-                None => Transformed::no(expr),
-            })
-        })
-        .ok()?
-        .data;
+    let rebased = on_column_zero(conjunct, column.name())?;
     let kept = keeps(&rebased, &batch).ok()?;
     Some(Test::Codes {
         appended,

@@ -4,6 +4,9 @@
 //!   per dictionary entry, computed by DataFusion on the CPU over each distinct string
 //!   once. A stream's dictionaries only grow, so each batch evaluates only the strings
 //!   its dictionary added since the last one;
+//! - string functions' tables ([`crate::codegen::expr::DictionaryMapping`]): a code
+//!   per dictionary entry into the function's distinct results, which the aggregate
+//!   decodes its keys through ([`HostTables::mapped_dictionary`], `mapped_strings.rs`);
 //! - scalar parameters ([`crate::codegen::expr::ScalarParameter`]): a scalar
 //!   subquery's result, read once the subquery has run (before the first batch) and
 //!   laid out as the kernel reads it.
@@ -15,12 +18,13 @@ use aether_gpu::dictionary::GrowingDictionary;
 
 use aether_gpu::layout::{LayoutOptions, to_device_layout};
 use aether_gpu::{DeviceBatch, DeviceBuffer, DeviceError, DeviceForm, GpuDevice};
-use datafusion::arrow::array::{Array, AsArray, RecordBatch, StringArray};
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, RecordBatch, StringArray};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Field, Schema};
 use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_expr_common::physical_expr::is_volatile;
 
+use super::mapped_strings::{MAPPED_ENTRY_BYTES, MappedResults};
 use crate::codegen::expr::{
     DictionaryLookup, HostTable, SCALAR_PARAMETER_BYTES, SCALAR_VALIDITY_OFFSET, ScalarParameter,
 };
@@ -34,17 +38,30 @@ pub struct HostTables {
     tables: Vec<Vec<u8>>,
     /// How many coded values each string predicate's table holds a result for.
     evaluated: Vec<usize>,
+    /// Each string function's distinct results so far (empty for other tables).
+    results: Vec<MappedResults>,
 }
 
 impl HostTables {
     pub fn new(lookups: Vec<HostTable>) -> Self {
         let tables = vec![Vec::new(); lookups.len()];
         let evaluated = vec![0; lookups.len()];
+        let results = vec![MappedResults::default(); lookups.len()];
         Self {
             lookups,
             tables,
             evaluated,
+            results,
         }
+    }
+
+    /// The dictionary the codes of the string function at `k` index: its distinct
+    /// results so far.
+    pub fn mapped_dictionary(&self, k: usize) -> Dictionary {
+        self.results.get(k).map_or_else(
+            || MappedResults::default().dictionary(),
+            MappedResults::dictionary,
+        )
     }
 
     /// Every table for `batch`, uploaded for `owner`, in the order the kernel takes
@@ -64,8 +81,9 @@ impl HostTables {
     }
 
     fn table(&mut self, k: usize, batch: &DeviceBatch) -> Result<&[u8], DeviceError> {
-        let lookup = match &self.lookups[k] {
-            HostTable::Dictionary(lookup) => lookup,
+        let (lookup, mapping) = match &self.lookups[k] {
+            HostTable::Dictionary(lookup) => (lookup, false),
+            HostTable::Mapping(mapping) => (&mapping.function, true),
             HostTable::Scalar(parameter) => {
                 if self.tables[k].is_empty() {
                     self.tables[k] = scalar_parameter_bytes(parameter)?;
@@ -82,6 +100,8 @@ impl HostTables {
             )));
         };
         let table = &mut self.tables[k];
+        let results = &mut self.results[k];
+        let width = if mapping { MAPPED_ENTRY_BYTES } else { 1 };
         let source = match dictionary {
             Dictionary::Growing { source, .. } => Some(source),
             Dictionary::Fixed(_) => None,
@@ -89,13 +109,16 @@ impl HostTables {
         if table.is_empty() {
             // A dictionary kept across queries may have this predicate's results.
             match source.and_then(|source| KeptLookups::shared().get(source, lookup)) {
-                Some((kept, evaluated)) => {
-                    table.extend_from_slice(&kept);
-                    self.evaluated[k] = evaluated;
+                Some(kept) => {
+                    table.extend_from_slice(&kept.table);
+                    self.evaluated[k] = kept.evaluated;
+                    if let Some(kept_results) = kept.results {
+                        *results = kept_results.as_ref().clone();
+                    }
                 }
                 None => {
                     let null: StringArray = vec![None::<&str>].into();
-                    table.extend(evaluate_lookup(lookup, &null)?);
+                    table.extend(entries(lookup, mapping.then_some(&mut *results), &null)?);
                 }
             }
         }
@@ -103,24 +126,38 @@ impl HostTables {
         let coded = dictionary.coded_len();
         if coded > known {
             // Drops the stand-in for code 0 written while no value was coded.
-            table.truncate(1 + known);
+            table.truncate(width * (1 + known));
             let fresh = dictionary.slice(known, coded - known)?;
-            table.extend(evaluate_lookup(lookup, &fresh)?);
+            table.extend(entries(lookup, mapping.then_some(&mut *results), &fresh)?);
             self.evaluated[k] = coded;
             // Kept once a stream, from its first batch: a kept dictionary is whole
             // then; a stream's own one dies with it.
             if known == 0
                 && let Some(source) = source
             {
-                KeptLookups::shared().put(source, lookup, table, coded);
+                let results = mapping.then_some(&*results);
+                KeptLookups::shared().put(source, lookup, table, coded, results);
             }
         }
-        if table.len() < 2 {
+        if table.len() < 2 * width {
             // No value coded yet: every row carrying code 0 is NULL, so code 0 stands in
             // with the NULL result until a first value replaces it.
-            table.push(table[0]);
+            table.extend_from_within(..width);
         }
         Ok(table)
+    }
+}
+
+/// The table entries of `lookup` for each of `strings`: a predicate's results, or a
+/// string function's codes into `results`.
+fn entries(
+    lookup: &DictionaryLookup,
+    results: Option<&mut MappedResults>,
+    strings: &StringArray,
+) -> Result<Vec<u8>, DeviceError> {
+    match results {
+        Some(results) => results.map(lookup, strings),
+        None => evaluate_lookup(lookup, strings),
     }
 }
 
@@ -143,6 +180,15 @@ struct KeptLookup {
     /// Entry 0 for NULL, then one per value of the first `evaluated` values.
     table: Arc<Vec<u8>>,
     evaluated: usize,
+    /// A string function's distinct results, which its table's codes index.
+    results: Option<Arc<MappedResults>>,
+}
+
+/// What [`KeptLookups::get`] finds.
+struct Kept {
+    table: Arc<Vec<u8>>,
+    evaluated: usize,
+    results: Option<Arc<MappedResults>>,
 }
 
 /// Most results kept: the oldest goes first.
@@ -164,11 +210,7 @@ impl KeptLookups {
     }
 
     /// The kept results of `lookup` over `dictionary`, and how many values they cover.
-    fn get(
-        &self,
-        dictionary: &Arc<GrowingDictionary>,
-        lookup: &DictionaryLookup,
-    ) -> Option<(Arc<Vec<u8>>, usize)> {
+    fn get(&self, dictionary: &Arc<GrowingDictionary>, lookup: &DictionaryLookup) -> Option<Kept> {
         let entries = self.lock();
         entries
             .iter()
@@ -179,7 +221,11 @@ impl KeptLookups {
                         .upgrade()
                         .is_some_and(|held| Arc::ptr_eq(&held, dictionary))
             })
-            .map(|entry| (Arc::clone(&entry.table), entry.evaluated))
+            .map(|entry| Kept {
+                table: Arc::clone(&entry.table),
+                evaluated: entry.evaluated,
+                results: entry.results.clone(),
+            })
     }
 
     fn put(
@@ -188,6 +234,7 @@ impl KeptLookups {
         lookup: &DictionaryLookup,
         table: &[u8],
         evaluated: usize,
+        results: Option<&MappedResults>,
     ) {
         if evaluated < KEPT_LOOKUP_VALUES || !depends_on_values_only(&lookup.predicate) {
             return;
@@ -207,6 +254,7 @@ impl KeptLookups {
             data_type: lookup.data_type.clone(),
             table: Arc::new(table.to_vec()),
             evaluated,
+            results: results.map(|results| Arc::new(results.clone())),
         });
     }
 
@@ -276,21 +324,32 @@ fn evaluate_lookup(
     lookup: &DictionaryLookup,
     strings: &StringArray,
 ) -> Result<Vec<u8>, DeviceError> {
+    let slices = in_slices(strings, |slice| evaluate_lookup_slice(lookup, slice))?;
+    Ok(slices.concat())
+}
+
+/// `evaluate` over `strings`, split over the cores when there are many: one result
+/// per slice, in order.
+pub(super) fn in_slices<T: Send>(
+    strings: &StringArray,
+    evaluate: impl Fn(&StringArray) -> Result<T, DeviceError> + Sync,
+) -> Result<Vec<T>, DeviceError> {
     // Most batches add few values: they never ask how many cores there are (which
     // reads the process's cgroup limits).
     if strings.len() < 2 * LOOKUP_VALUES_PER_THREAD {
-        return evaluate_lookup_slice(lookup, strings);
+        return Ok(vec![evaluate(strings)?]);
     }
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let threads = cores.min(strings.len() / LOOKUP_VALUES_PER_THREAD).max(1);
     let per_thread = strings.len().div_ceil(threads);
-    let slices = std::thread::scope(|scope| {
+    std::thread::scope(|scope| {
         let handles: Vec<_> = (0..strings.len())
             .step_by(per_thread)
             .map(|start| {
                 let len = per_thread.min(strings.len() - start);
                 let slice = strings.slice(start, len);
-                scope.spawn(move || evaluate_lookup_slice(lookup, &slice))
+                let evaluate = &evaluate;
+                scope.spawn(move || evaluate(&slice))
             })
             .collect();
         handles
@@ -298,13 +357,12 @@ fn evaluate_lookup(
             .map(|handle| {
                 handle.join().unwrap_or_else(|_| {
                     Err(DeviceError::Internal(
-                        "a thread evaluating a string predicate on its dictionary panicked".into(),
+                        "a thread evaluating a string expression on its dictionary panicked".into(),
                     ))
                 })
             })
             .collect::<Result<Vec<_>, _>>()
-    })?;
-    Ok(slices.concat())
+    })
 }
 
 /// [`evaluate_lookup`] over one slice of the values, on the calling thread.
@@ -312,9 +370,29 @@ fn evaluate_lookup_slice(
     lookup: &DictionaryLookup,
     strings: &StringArray,
 ) -> Result<Vec<u8>, DeviceError> {
+    let result = evaluate_on_values(lookup, strings)?;
+    let Some(result) = result.as_boolean_opt() else {
+        return Err(DeviceError::Internal(
+            "evaluating a string predicate on its dictionary: the predicate is not boolean".into(),
+        ));
+    };
+    Ok((0..result.len())
+        .map(|i| match (result.is_null(i), result.value(i)) {
+            (true, _) => 2,
+            (false, true) => 1,
+            (false, false) => 0,
+        })
+        .collect())
+}
+
+/// `lookup`'s expression over `strings`, on the calling thread, by DataFusion.
+pub(super) fn evaluate_on_values(
+    lookup: &DictionaryLookup,
+    strings: &StringArray,
+) -> Result<ArrayRef, DeviceError> {
     let failed = |e: &dyn std::fmt::Display| {
         DeviceError::Internal(format!(
-            "evaluating a string predicate on its dictionary: {e}"
+            "evaluating a string expression on its dictionary: {e}"
         ))
     };
     let array = cast(strings, &lookup.data_type).map_err(|e| failed(&e))?;
@@ -327,25 +405,15 @@ fn evaluate_lookup_slice(
     // Every string of the dictionary is evaluated, also strings only rows an earlier
     // filter drops hold: an error here is a row fault, so the CPU reruns the work and
     // answers (or fails) as DataFusion does.
-    let result = lookup
+    lookup
         .predicate
         .evaluate(&batch)
         .and_then(|value| value.into_array(batch.num_rows()))
         .map_err(|e| {
             DeviceError::RowFault(format!(
-                "a string predicate failed on a dictionary value: {e}"
+                "a string expression failed on a dictionary value: {e}"
             ))
-        })?;
-    let Some(result) = result.as_boolean_opt() else {
-        return Err(failed(&"the predicate is not boolean"));
-    };
-    Ok((0..result.len())
-        .map(|i| match (result.is_null(i), result.value(i)) {
-            (true, _) => 2,
-            (false, true) => 1,
-            (false, false) => 0,
         })
-        .collect())
 }
 
 #[cfg(test)]
@@ -448,9 +516,13 @@ mod tests {
         let dictionary = Arc::new(GrowingDictionary::default());
         let table = vec![2u8; 1 + KEPT_LOOKUP_VALUES];
         let kept = KeptLookups::shared();
-        kept.put(&dictionary, &lookup, &table, KEPT_LOOKUP_VALUES);
-        let (found, evaluated) = kept.get(&dictionary, &lookup).unwrap();
-        assert_eq!((found.len(), evaluated), (table.len(), KEPT_LOOKUP_VALUES));
+        kept.put(&dictionary, &lookup, &table, KEPT_LOOKUP_VALUES, None);
+        let found = kept.get(&dictionary, &lookup).unwrap();
+        assert_eq!(
+            (found.table.len(), found.evaluated),
+            (table.len(), KEPT_LOOKUP_VALUES)
+        );
+        assert!(found.results.is_none());
         // Another dictionary, another predicate: nothing.
         assert!(
             kept.get(&Arc::new(GrowingDictionary::default()), &lookup)
@@ -463,7 +535,7 @@ mod tests {
         assert!(kept.get(&dictionary, &other).is_none());
         // Few values are not worth keeping.
         let small = Arc::new(GrowingDictionary::default());
-        kept.put(&small, &lookup, &[0, 1], 1);
+        kept.put(&small, &lookup, &[0, 1], 1, None);
         assert!(kept.get(&small, &lookup).is_none());
         // A subquery's result may differ in the next query.
         let results = ScalarSubqueryResults::new(1);
@@ -481,7 +553,7 @@ mod tests {
             )),
             ..lookup.clone()
         };
-        kept.put(&dictionary, &compared, &table, KEPT_LOOKUP_VALUES);
+        kept.put(&dictionary, &compared, &table, KEPT_LOOKUP_VALUES, None);
         assert!(kept.get(&dictionary, &compared).is_none());
     }
 

@@ -32,6 +32,7 @@ mod host_to_device;
 mod join_filter;
 mod join_kernels;
 mod join_table;
+mod mapped_strings;
 mod resident;
 mod row_compaction;
 mod scan_rows;
@@ -48,6 +49,13 @@ pub use join_filter::JoinResidual;
 pub use resident::ResidentTables;
 pub use sort_kernels::sort_key_type;
 pub use string_code_cache::{StringCodeCache, table_column_arrays};
+
+/// The kernel sources that are not generated (hash joins, sorts), by name: compiled
+/// without a GPU by the kernel-compile test along with the generated ones.
+pub const FIXED_KERNEL_SOURCES: [(&str, &str); 2] = [
+    ("hash_join", join_kernels::HASH_JOIN_SOURCE),
+    ("sort", sort_kernels::SORT_SOURCE),
+];
 
 /// Device batches flowing between GPU operators.
 pub type DeviceStream =

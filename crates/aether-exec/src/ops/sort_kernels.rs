@@ -15,7 +15,7 @@ use aether_gpu::{CudaFunction, DeviceBatch, DeviceBuffer, DeviceError, GpuDevice
 use datafusion::arrow::array::{Array, StringArray};
 use datafusion::arrow::datatypes::DataType;
 
-const SORT_SOURCE: &str = include_str!("cuda/sort.cu");
+pub const SORT_SOURCE: &str = include_str!("cuda/sort.cu");
 const OWNER: &str = "GpuSortExec";
 /// `SORT_THREADS`, `SORT_TILE` and `SCAN_BLOCK` in the source.
 const THREADS: u32 = 256;
