@@ -27,8 +27,7 @@ fn options(arch: &str) -> Vec<String> {
 /// Whether NVRTC (`libnvrtc.so`) can be loaded: kernels compile without a GPU or its
 /// driver, from NVRTC alone.
 pub fn nvrtc_present() -> bool {
-    // SAFETY: only tries to load the library (and keeps it loaded when found); no
-    // NVRTC function is called.
+    // SAFETY: only tries to load the library by name; no NVRTC function is called.
     unsafe { sys::is_culib_present() }
 }
 

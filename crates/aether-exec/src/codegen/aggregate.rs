@@ -587,11 +587,15 @@ pub fn aggregate_kernels_with_bytes(
     let key_layout = key_layout(&key_values);
     let key_word_count = key_layout.words;
     // NULL flags take one more word, only when a key can be NULL: the probe compares
-    // every word of a row's key.
+    // every word of a row's key. A string function's result may be NULL (code -1)
+    // whatever its declared nullability says, so a mapped key always takes one.
     let nullable_keys = spec
         .keys
         .iter()
-        .any(|key| key.nullable(&spec.aggregate_input).unwrap_or(true));
+        .any(|key| key.nullable(&spec.aggregate_input).unwrap_or(true))
+        || key_values
+            .iter()
+            .any(|key| compiler.mapping_of(key).is_some());
     let null_word = key_word_count;
     let key_words = key_word_count + usize::from(nullable_keys);
 
@@ -1403,6 +1407,9 @@ mod tests {
                 dictionary: Some(KeyDictionary::Mapping(0)),
             }
         );
+        // The function may return NULL although its column is never NULL: the key keeps
+        // a NULL-flag word.
+        assert_eq!(kernels.key_words, 2);
         // The row's code, mapped through the table after the two input columns' pointer
         // pairs (entry 0 for a NULL string).
         assert!(
@@ -1423,6 +1430,7 @@ mod tests {
         };
         let kernels = aggregate_kernels(&plain).unwrap();
         assert!(kernels.lookups.is_empty());
+        assert_eq!(kernels.key_words, 1);
         assert_eq!(
             kernels.outputs[0],
             OutputSource::Key {

@@ -27,7 +27,8 @@ pub fn take_kept() -> Vec<String> {
     kept
 }
 
-/// Called by each generator with the source it produced.
+/// Called by each generator (aggregates, rows, single expressions) with the source it
+/// produced.
 pub(crate) fn generated(source: &str) {
     if KEEPING.load(Ordering::Relaxed) {
         KEPT.lock()

@@ -173,6 +173,7 @@ extern \"C\" __global__ void {EVAL_ENTRY}(const u64* __restrict__ columns,
             .map(|slot| format!("    const u64 {} = columns[{slot}];\n", column_word(slot)))
             .collect::<String>(),
     );
+    super::generated::generated(&source);
     Ok(ExprKernel {
         source,
         data_type,

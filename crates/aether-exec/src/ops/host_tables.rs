@@ -95,7 +95,7 @@ impl HostTables {
             batch.columns.get(lookup.input).map(|c| &c.form)
         else {
             return Err(DeviceError::Internal(format!(
-                "string predicate on column {} without dictionary codes",
+                "string expression on column {} without dictionary codes",
                 lookup.input
             )));
         };
