@@ -118,13 +118,18 @@ impl DisplayAs for DeviceToHostExec {
 }
 
 /// The GPU error after which the CPU plan takes over, if `error` is one: the GPU ran
-/// out of memory, or a kernel met a row only the CPU computes exactly.
+/// out of memory, a kernel met a row only the CPU computes exactly, or NVRTC rejected
+/// a kernel (compiled before the segment's first batch; a GPU older than the kernel
+/// needs, such as one without 128-bit compare-and-swap before sm_90, or a generator
+/// bug, which the warning names), so the query still answers.
 fn hand_over_reason(error: &DataFusionError) -> Option<&DeviceError> {
     match error {
         DataFusionError::External(inner) => inner.downcast_ref::<DeviceError>().filter(|e| {
             matches!(
                 e,
-                DeviceError::OutOfMemory { .. } | DeviceError::RowFault(_)
+                DeviceError::OutOfMemory { .. }
+                    | DeviceError::RowFault(_)
+                    | DeviceError::Compile { .. }
             )
         }),
         _ => None,
@@ -311,6 +316,25 @@ mod tests {
             error.as_deref().is_some_and(|e| e.contains("panicked")),
             "{error:?}"
         );
+    }
+
+    #[test]
+    fn memory_row_faults_and_rejected_kernels_hand_over_to_the_cpu() {
+        use aether_gpu::DeviceError;
+        use datafusion::error::DataFusionError;
+        let external = |e: DeviceError| DataFusionError::External(Box::new(e));
+        let compile = external(DeviceError::Compile {
+            kernel: "aether_agg".into(),
+            arch: "sm_80".into(),
+            log: "atom.cas.b128 requires sm_90".into(),
+        });
+        assert!(super::hand_over_reason(&compile).is_some());
+        let fault = external(DeviceError::RowFault("a zero divisor".into()));
+        assert!(super::hand_over_reason(&fault).is_some());
+        let internal = external(DeviceError::Internal("a bug".into()));
+        assert!(super::hand_over_reason(&internal).is_none());
+        let plain = DataFusionError::Execution("not the GPU's".into());
+        assert!(super::hand_over_reason(&plain).is_none());
     }
 
     #[test]
