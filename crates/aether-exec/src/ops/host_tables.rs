@@ -38,15 +38,16 @@ pub struct HostTables {
     tables: Vec<Vec<u8>>,
     /// How many coded values each string predicate's table holds a result for.
     evaluated: Vec<usize>,
-    /// Each string function's distinct results so far (empty for other tables).
-    results: Vec<MappedResults>,
+    /// Each string function's distinct results so far (empty for other tables), shared
+    /// with the kept ones until new values are mapped.
+    results: Vec<Arc<MappedResults>>,
 }
 
 impl HostTables {
     pub fn new(lookups: Vec<HostTable>) -> Self {
         let tables = vec![Vec::new(); lookups.len()];
         let evaluated = vec![0; lookups.len()];
-        let results = vec![MappedResults::default(); lookups.len()];
+        let results = vec![Arc::default(); lookups.len()];
         Self {
             lookups,
             tables,
@@ -60,7 +61,7 @@ impl HostTables {
     pub fn mapped_dictionary(&self, k: usize) -> Dictionary {
         self.results.get(k).map_or_else(
             || MappedResults::default().dictionary(),
-            MappedResults::dictionary,
+            |results| results.dictionary(),
         )
     }
 
@@ -113,7 +114,7 @@ impl HostTables {
                     table.extend_from_slice(&kept.table);
                     self.evaluated[k] = kept.evaluated;
                     if let Some(kept_results) = kept.results {
-                        *results = kept_results.as_ref().clone();
+                        *results = kept_results;
                     }
                 }
                 None => {
@@ -135,7 +136,7 @@ impl HostTables {
             if known == 0
                 && let Some(source) = source
             {
-                let results = mapping.then_some(&*results);
+                let results = mapping.then(|| Arc::clone(&*results));
                 KeptLookups::shared().put(source, lookup, table, coded, results);
             }
         }
@@ -152,11 +153,11 @@ impl HostTables {
 /// string function's codes into `results`.
 fn entries(
     lookup: &DictionaryLookup,
-    results: Option<&mut MappedResults>,
+    results: Option<&mut Arc<MappedResults>>,
     strings: &StringArray,
 ) -> Result<Vec<u8>, DeviceError> {
     match results {
-        Some(results) => results.map(lookup, strings),
+        Some(results) => Arc::make_mut(results).map(lookup, strings),
         None => evaluate_lookup(lookup, strings),
     }
 }
@@ -234,7 +235,7 @@ impl KeptLookups {
         lookup: &DictionaryLookup,
         table: &[u8],
         evaluated: usize,
-        results: Option<&MappedResults>,
+        results: Option<Arc<MappedResults>>,
     ) {
         if evaluated < KEPT_LOOKUP_VALUES || !depends_on_values_only(&lookup.predicate) {
             return;
@@ -254,7 +255,7 @@ impl KeptLookups {
             data_type: lookup.data_type.clone(),
             table: Arc::new(table.to_vec()),
             evaluated,
-            results: results.map(|results| Arc::new(results.clone())),
+            results,
         });
     }
 
@@ -555,6 +556,24 @@ mod tests {
         };
         kept.put(&dictionary, &compared, &table, KEPT_LOOKUP_VALUES, None);
         assert!(kept.get(&dictionary, &compared).is_none());
+    }
+
+    #[test]
+    fn kept_mapping_results_are_shared_until_a_stream_maps_new_values() {
+        let function = crate::ops::mapped_strings::tests::substr_of_first_two(DataType::Utf8);
+        let first: StringArray = vec![Some("13-1"), Some("27-2")].into();
+        let mut kept = Arc::new(MappedResults::default());
+        entries(&function, Some(&mut kept), &first).unwrap();
+        // A later stream starts from the kept results without copying them...
+        let mut stream = Arc::clone(&kept);
+        assert!(Arc::ptr_eq(&stream, &kept));
+        // ...and copies them once it maps values the kept dictionary did not have.
+        let later: StringArray = vec![Some("31-3")].into();
+        let table = entries(&function, Some(&mut stream), &later).unwrap();
+        assert_eq!(table, 2i32.to_le_bytes());
+        assert!(!Arc::ptr_eq(&stream, &kept));
+        let decode = |results: &MappedResults| results.dictionary().coded_len();
+        assert_eq!((decode(&kept), decode(&stream)), (2, 3));
     }
 
     #[test]

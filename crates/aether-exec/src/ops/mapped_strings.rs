@@ -82,7 +82,7 @@ impl MappedResults {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use std::sync::Arc;
 
     use datafusion::arrow::array::Int32Array;
@@ -92,7 +92,8 @@ mod tests {
 
     use super::*;
 
-    fn substr_of_first_two(data_type: DataType) -> DictionaryLookup {
+    /// `substr(s, 1, 2)` over column `s` of `data_type`, as a dictionary reads it.
+    pub(in crate::ops) fn substr_of_first_two(data_type: DataType) -> DictionaryLookup {
         let schema = datafusion::arrow::datatypes::Schema::new(vec![
             datafusion::arrow::datatypes::Field::new("s", data_type.clone(), true),
         ]);
