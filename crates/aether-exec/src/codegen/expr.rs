@@ -418,10 +418,7 @@ impl ExprCompiler {
         if let Some(value) = self.bytes_predicate(expr) {
             return Some(value);
         }
-        if let Some(value) = self.dictionary_predicate(expr) {
-            return Some(value);
-        }
-        if let Some(value) = self.dictionary_mapping(expr) {
+        if let Some(value) = self.over_dictionary(expr) {
             return Some(value);
         }
         let any: &dyn PhysicalExpr = expr.as_ref();
@@ -537,13 +534,49 @@ impl ExprCompiler {
         Some(value)
     }
 
-    /// A boolean expression whose only column is a string input column becomes a
-    /// [`DictionaryLookup`].
-    fn dictionary_predicate(&mut self, expr: &Arc<dyn PhysicalExpr>) -> Option<Value> {
-        let lookup = self.over_dictionary(expr)?;
-        if expr.data_type(&self.schema).ok()? != DataType::Boolean {
+    /// An expression whose only column is a string input column reaching the kernel
+    /// as dictionary codes (and which is more than that column), evaluated over the
+    /// dictionary: a boolean one becomes a [`DictionaryLookup`], a string function a
+    /// [`DictionaryMapping`]. Casts and CASE stay with the rest of the compiler (they
+    /// keep their operands' codes or refuse them), and so do volatile functions, whose
+    /// result depends on more than the value.
+    fn over_dictionary(&mut self, expr: &Arc<dyn PhysicalExpr>) -> Option<Value> {
+        let any: &dyn PhysicalExpr = expr.as_ref();
+        if any.downcast_ref::<Column>().is_some() {
             return None;
         }
+        let column = only_column(expr)?;
+        let Some(Binding::Input(input)) = self.bindings.get(column.index()).cloned() else {
+            return None;
+        };
+        if self.reads_bytes(input) {
+            return None;
+        }
+        let field = Arc::clone(self.input.fields().get(input)?);
+        if !field.data_type().is_string() {
+            return None;
+        }
+        let result_type = expr.data_type(&self.schema).ok()?;
+        let function = any.downcast_ref::<ScalarFunctionExpr>().is_some() && !is_volatile(expr);
+        if result_type != DataType::Boolean && !(result_type.is_string() && function) {
+            return None;
+        }
+        let name = field.name().clone();
+        let lookup = DictionaryLookup {
+            input,
+            predicate: on_column_zero(expr, &name)?,
+            name,
+            data_type: field.data_type().clone(),
+        };
+        if result_type == DataType::Boolean {
+            self.dictionary_predicate(lookup)
+        } else {
+            self.dictionary_mapping(lookup)
+        }
+    }
+
+    /// A boolean expression of one coded string column, looked up by code.
+    fn dictionary_predicate(&mut self, lookup: DictionaryLookup) -> Option<Value> {
         let code = self.load_input(lookup.input)?;
         let word = self.push_host_table(HostTable::Dictionary(lookup));
         let entry = format!(
@@ -560,45 +593,9 @@ impl ExprCompiler {
         ))
     }
 
-    /// `expr` as evaluated over a dictionary, when its only column is a string input
-    /// column that reaches the kernel as dictionary codes (and `expr` is more than
-    /// that column).
-    fn over_dictionary(&self, expr: &Arc<dyn PhysicalExpr>) -> Option<DictionaryLookup> {
-        let any: &dyn PhysicalExpr = expr.as_ref();
-        if any.downcast_ref::<Column>().is_some() {
-            return None;
-        }
-        let column = only_column(expr)?;
-        let Some(Binding::Input(input)) = self.bindings.get(column.index()).cloned() else {
-            return None;
-        };
-        if self.reads_bytes(input) {
-            return None;
-        }
-        let field = Arc::clone(self.input.fields().get(input)?);
-        if !field.data_type().is_string() {
-            return None;
-        }
-        let name = field.name().clone();
-        Some(DictionaryLookup {
-            input,
-            predicate: on_column_zero(expr, &name)?,
-            name,
-            data_type: field.data_type().clone(),
-        })
-    }
-
-    /// A string function of one string input column becomes a [`DictionaryMapping`]:
-    /// its value is a code into the function's results. Functions only (not casts or
-    /// CASE, which keep their operands' codes or refuse them), and none whose result
-    /// depends on more than the value (volatile ones).
-    fn dictionary_mapping(&mut self, expr: &Arc<dyn PhysicalExpr>) -> Option<Value> {
-        let any: &dyn PhysicalExpr = expr.as_ref();
-        any.downcast_ref::<ScalarFunctionExpr>()?;
-        let function = self.over_dictionary(expr)?;
-        if !expr.data_type(&self.schema).ok()?.is_string() || is_volatile(expr) {
-            return None;
-        }
+    /// A string function of one coded string column: its value is a code into the
+    /// function's distinct results.
+    fn dictionary_mapping(&mut self, function: DictionaryLookup) -> Option<Value> {
         let code = self.load_input(function.input)?;
         let index = self.lookups.len();
         let word = self.push_host_table(HostTable::Mapping(DictionaryMapping { function }));
